@@ -1,0 +1,70 @@
+"""What a duckrank function *is*: one declarative record per metric.
+
+Every adapter is derived from these records: the DuckDB macros (``duckrank.sql_macros``), the
+plain-SQL file in ``sql/``, the function reference in the docs, the CLI's ``-m ndcg@10`` parser
+and the Spark registration. Adding a metric means adding one record (in a module of
+``duckrank.metrics``) and its tests.
+
+A metric is written twice, side by side in its record, over the *same* matched representation of
+a row (see ``duckrank.matching``):
+
+* ``sql``: a DuckDB SQL expression, used inside the generated macro. Native list functions scale
+  with DuckDB's threads and avoid the Python call cost (see benchmarks/RESULTS.md).
+* ``kernel``: a numpy function over a whole Arrow batch, used where there is no DuckDB (Spark,
+  ``duckrank.evaluate`` on Arrow data) and as an independent check of the SQL in the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Option:
+    """A named SQL parameter of a function (``gain := 'linear'``)."""
+
+    name: str
+    default: str | int | float
+    doc: str
+    choices: tuple[str, ...] = ()
+
+    def sql_default(self) -> str:
+        if isinstance(self.default, str):
+            return "'" + self.default.replace("'", "''") + "'"
+        return repr(self.default)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One ranking metric.
+
+    ``inputs`` names the matching step that feeds ``sql`` and ``kernel``:
+
+    * ``"hits"``: binary relevance. Placeholders in ``sql``: ``{pos}`` the sorted 1-based
+      positions of the hits in the top K, ``{K}`` = min(k, len(rec)), ``{k}`` the cut-off
+      (len(rec) when omitted), ``{n}`` the number of distinct relevant items. ``kernel`` receives a
+      ``duckrank.matching.Hits``.
+
+    ``truth_type`` is the SQL type of the truth parameter ("" = untyped, for LISTs of any id type).
+    Records that share a ``name`` become overloads of one macro, told apart by ``truth_type``.
+    """
+
+    name: str
+    summary: str
+    formula: str
+    undefined: str
+    sql: str
+    kernel: Callable[..., np.ndarray] | None
+    inputs: str = "hits"
+    truth_type: str = ""
+    aliases: tuple[str, ...] = ()
+    options: tuple[Option, ...] = ()
+    peers: str = ""
+    source: str = ""
+
+    @property
+    def cli_names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)

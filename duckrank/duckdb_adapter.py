@@ -1,0 +1,83 @@
+"""Wire duckrank into a DuckDB connection.
+
+Two kinds of things are registered:
+
+* Pure-SQL macros (``duckrank.sql_macros.sql_statements``), created in the default schema. In a
+  file-backed database they are stored in the file and keep working there without duckrank or
+  Python. They are created once per database (a version macro tells), in one transaction.
+* Python functions (``duckrank.python_udfs.UDFS``), registered on the database instance, which
+  every cursor shares; they are never stored in the file. Any macro that calls one is created as
+  a TEMP macro of the registering connection (``session_statements``), because a stored macro
+  would fail in a DuckDB without duckrank. Call ``duckrank.register(cursor)`` on each cursor
+  that needs those.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from duckrank import __version__, python_udfs
+from duckrank.sql_macros import sql_statements
+
+_VERSION_MACRO = f"CREATE OR REPLACE MACRO duckrank_version() AS '{__version__}'"
+
+
+def _installed_version(con: duckdb.DuckDBPyConnection) -> str | None:
+    try:
+        return con.execute("SELECT duckrank_version()").fetchall()[0][0]
+    except duckdb.Error:
+        return None
+
+
+def _run_in_transaction(con: duckdb.DuckDBPyConnection, statements: list[str]) -> None:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for statement in statements:
+            con.execute(statement)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def _register_macros(con: duckdb.DuckDBPyConnection) -> None:
+    if _installed_version(con) == __version__:
+        return
+    try:
+        _run_in_transaction(con, [*sql_statements(), _VERSION_MACRO])
+    except duckdb.TransactionException:
+        # Another connection registered the same macros at the same moment.
+        if _installed_version(con) != __version__:
+            raise
+
+
+def _register_python(con: duckdb.DuckDBPyConnection) -> None:
+    existing = {
+        row[0]
+        for row in con.execute(
+            "SELECT function_name FROM duckdb_functions() WHERE function_type = 'scalar'"
+        ).fetchall()
+    }
+    for udf in python_udfs.UDFS:
+        if udf.name not in existing:
+            udf.register(con)
+    for statement in python_udfs.session_statements():
+        con.execute(statement)
+
+
+def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Register every duckrank function on ``con`` and return it.
+
+    Idempotent: safe to call twice, on cursors, on several connections, and again after a
+    registration that failed half-way.
+    """
+    _register_macros(con)
+    _register_python(con)
+    return con
+
+
+def connect(database: str = ":memory:", **duckdb_kwargs: Any) -> duckdb.DuckDBPyConnection:
+    """``duckdb.connect(database, **duckdb_kwargs)`` with every duckrank function registered."""
+    return register(duckdb.connect(database, **duckdb_kwargs))
