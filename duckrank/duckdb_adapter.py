@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 
 from duckrank import __version__, python_udfs
+from duckrank import hivemall as _hivemall
 from duckrank.sql_macros import sql_statements
 
 _VERSION_MACRO = f"CREATE OR REPLACE MACRO duckrank_version() AS '{__version__}'"
@@ -46,7 +47,9 @@ def _register_macros(con: duckdb.DuckDBPyConnection) -> None:
     if _installed_version(con) == __version__:
         return
     try:
-        _run_in_transaction(con, [*sql_statements(), _VERSION_MACRO])
+        _run_in_transaction(
+            con, [*sql_statements(), *_hivemall.sql_statements(), _VERSION_MACRO]
+        )
     except duckdb.TransactionException:
         # Another connection registered the same macros at the same moment.
         if _installed_version(con) != __version__:
@@ -78,6 +81,15 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def connect(database: str = ":memory:", **duckdb_kwargs: Any) -> duckdb.DuckDBPyConnection:
-    """``duckdb.connect(database, **duckdb_kwargs)`` with every duckrank function registered."""
-    return register(duckdb.connect(database, **duckdb_kwargs))
+def connect(
+    database: str = ":memory:", *, hivemall: bool = False, **duckdb_kwargs: Any
+) -> duckdb.DuckDBPyConnection:
+    """``duckdb.connect(database, **duckdb_kwargs)`` with every duckrank function registered.
+
+    ``hivemall=True`` puts the hivemall schema first on the search path, so that unqualified
+    names resolve to Hivemall's aggregates (``SET search_path = 'hivemall,main'`` does the same).
+    """
+    con = register(duckdb.connect(database, **duckdb_kwargs))
+    if hivemall:
+        con.execute(f"SET search_path = '{_hivemall.SCHEMA},main'")
+    return con
