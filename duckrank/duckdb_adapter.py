@@ -14,6 +14,7 @@ Two kinds of things are registered:
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import duckdb
@@ -22,7 +23,13 @@ from duckrank import __version__, python_udfs
 from duckrank import hivemall as _hivemall
 from duckrank.sql_macros import sql_statements
 
-_VERSION_MACRO = f"CREATE OR REPLACE MACRO duckrank_version() AS '{__version__}'"
+
+def _macro_statements() -> tuple[list[str], str]:
+    """The statements and a fingerprint of them: a database holding macros of another duckrank
+    build (even at the same version number) gets them replaced."""
+    statements = [*sql_statements(), *_hivemall.sql_statements()]
+    digest = hashlib.sha256("\n".join(statements).encode()).hexdigest()[:12]
+    return statements, f"{__version__}+{digest}"
 
 
 def _installed_version(con: duckdb.DuckDBPyConnection) -> str | None:
@@ -44,15 +51,15 @@ def _run_in_transaction(con: duckdb.DuckDBPyConnection, statements: list[str]) -
 
 
 def _register_macros(con: duckdb.DuckDBPyConnection) -> None:
-    if _installed_version(con) == __version__:
+    statements, build = _macro_statements()
+    if _installed_version(con) == build:
         return
+    version_macro = f"CREATE OR REPLACE MACRO duckrank_version() AS '{build}'"
     try:
-        _run_in_transaction(
-            con, [*sql_statements(), *_hivemall.sql_statements(), _VERSION_MACRO]
-        )
+        _run_in_transaction(con, [*statements, version_macro])
     except duckdb.TransactionException:
         # Another connection registered the same macros at the same moment.
-        if _installed_version(con) != __version__:
+        if _installed_version(con) != build:
             raise
 
 
