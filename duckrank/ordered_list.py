@@ -51,9 +51,8 @@ CREATE OR REPLACE MACRO duckrank_ordered_options(fn, options) AS CASE
     WHEN fn = 'to_ordered_list' AND list_has_any(duckrank_option_tokens(options), ['-vk_map', '-vk'])
       THEN error('to_ordered_list: option -vk_map returns a MAP; use to_ordered_vk_map(value, key'
         || ' [, options]) instead')
-    WHEN try_cast(duckrank_k_option(duckrank_option_tokens(options)) AS BIGINT) = 0
-        OR (duckrank_k_option(duckrank_option_tokens(options)) IS NOT NULL
-            AND try_cast(duckrank_k_option(duckrank_option_tokens(options)) AS BIGINT) IS NULL)
+    WHEN NOT regexp_full_match(coalesce(duckrank_k_option(duckrank_option_tokens(options)), '1'),
+        '-?0*[1-9][0-9]*')
       THEN error(fn || ': option -k needs a non-zero integer, got '''
         || duckrank_k_option(duckrank_option_tokens(options)) || ''' in options ''' || options || '''')
     ELSE {{'k': try_cast(duckrank_k_option(duckrank_option_tokens(options)) AS BIGINT),
@@ -101,7 +100,7 @@ MACROS = (
     ORDER_MACRO,
     f"""
 CREATE OR REPLACE MACRO to_ordered_list(value) AS {_ordered('to_ordered_list', 'value', 'NULL')},
-  (value, key_or_options) AS CASE WHEN typeof(key_or_options) = 'VARCHAR'
+  (value, key_or_options) AS CASE WHEN typeof(any_value(key_or_options)) = 'VARCHAR'
     THEN {_ordered('to_ordered_list', 'value', 'any_value(key_or_options)::VARCHAR')}
     ELSE {_ordered('to_ordered_list', 'key_or_options', 'NULL')} END,
   (value, key, options) AS {_ordered('to_ordered_list', 'key', 'options')}

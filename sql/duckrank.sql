@@ -30,9 +30,8 @@ CREATE OR REPLACE MACRO duckrank_ordered_options(fn, options) AS CASE
     WHEN fn = 'to_ordered_list' AND list_has_any(duckrank_option_tokens(options), ['-vk_map', '-vk'])
       THEN error('to_ordered_list: option -vk_map returns a MAP; use to_ordered_vk_map(value, key'
         || ' [, options]) instead')
-    WHEN try_cast(duckrank_k_option(duckrank_option_tokens(options)) AS BIGINT) = 0
-        OR (duckrank_k_option(duckrank_option_tokens(options)) IS NOT NULL
-            AND try_cast(duckrank_k_option(duckrank_option_tokens(options)) AS BIGINT) IS NULL)
+    WHEN NOT regexp_full_match(coalesce(duckrank_k_option(duckrank_option_tokens(options)), '1'),
+        '-?0*[1-9][0-9]*')
       THEN error(fn || ': option -k needs a non-zero integer, got '''
         || duckrank_k_option(duckrank_option_tokens(options)) || ''' in options ''' || options || '''')
     ELSE {'k': try_cast(duckrank_k_option(duckrank_option_tokens(options)) AS BIGINT),
@@ -48,7 +47,7 @@ CREATE OR REPLACE MACRO duckrank_ordered_pairs(pairs, opts) AS (
 );
 
 CREATE OR REPLACE MACRO to_ordered_list(value) AS list_transform(duckrank_ordered_pairs(list({'k': value, 'v': value}) FILTER (WHERE value IS NOT NULL AND value IS NOT NULL), duckrank_ordered_options('to_ordered_list', NULL)), lambda e: e.v),
-  (value, key_or_options) AS CASE WHEN typeof(key_or_options) = 'VARCHAR'
+  (value, key_or_options) AS CASE WHEN typeof(any_value(key_or_options)) = 'VARCHAR'
     THEN list_transform(duckrank_ordered_pairs(list({'k': value, 'v': value}) FILTER (WHERE value IS NOT NULL AND value IS NOT NULL), duckrank_ordered_options('to_ordered_list', any_value(key_or_options)::VARCHAR)), lambda e: e.v)
     ELSE list_transform(duckrank_ordered_pairs(list({'k': key_or_options, 'v': value}) FILTER (WHERE key_or_options IS NOT NULL AND value IS NOT NULL), duckrank_ordered_options('to_ordered_list', NULL)), lambda e: e.v) END,
   (value, key, options) AS list_transform(duckrank_ordered_pairs(list({'k': key, 'v': value}) FILTER (WHERE key IS NOT NULL AND value IS NOT NULL), duckrank_ordered_options('to_ordered_list', options)), lambda e: e.v);
