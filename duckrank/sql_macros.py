@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from duckrank import ordered_list
+from duckrank import ordered_list, trec
 from duckrank.definitions import Metric
 from duckrank.matching import cutoff_sql, hit_positions_sql, relevant_count_sql
 from duckrank.metrics import METRICS
@@ -62,7 +62,7 @@ def metric_comment(metric: Metric) -> str:
 
 def sql_statements() -> list[str]:
     """Every pure-SQL statement duckrank runs to register its macros, in order."""
-    statements = [*HELPER_MACROS, *(m.strip() for m in ordered_list.MACROS)]
+    statements = [*HELPER_MACROS, *(m.strip() for m in (*ordered_list.MACROS, *trec.MACROS))]
     by_name: dict[str, list[Metric]] = {}
     for metric in METRICS:
         if metric.inputs in BODIES:
