@@ -50,11 +50,26 @@ def _run_in_transaction(con: duckdb.DuckDBPyConnection, statements: list[str]) -
         raise
 
 
+def _is_read_only(con: duckdb.DuckDBPyConnection) -> bool:
+    return con.execute(
+        "SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall() == [(True,)]
+
+
 def _register_macros(con: duckdb.DuckDBPyConnection) -> None:
     statements, build = _macro_statements()
     if _installed_version(con) == build:
         return
     version_macro = f"CREATE OR REPLACE MACRO duckrank_version() AS '{build}'"
+    if _is_read_only(con):
+        # Nothing can be stored: main's macros become TEMP macros of this connection, and the
+        # hivemall schema (which a TEMP catalog cannot hold) is unavailable.
+        statements = [
+            s.replace("CREATE OR REPLACE MACRO ", "CREATE OR REPLACE TEMP MACRO ", 1)
+            for s in [*sql_statements(), version_macro]
+        ]
+        _run_in_transaction(con, statements)
+        return
     try:
         _run_in_transaction(con, [*statements, version_macro])
     except duckdb.TransactionException:
