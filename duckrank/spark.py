@@ -1,0 +1,323 @@
+"""duckrank's metrics as Spark SQL functions: the same numpy kernels, over Arrow batches.
+
+    >>> import duckrank.spark
+    >>> duckrank.spark.register(spark)
+    >>> spark.sql("select avg(ndcg(rec, truth, 10)) from eval")
+
+``register(spark)`` derives one Spark SQL function per metric record of ``duckrank.metrics``:
+an Arrow UDF (``pyspark.sql.functions.arrow_udf``) that receives whole Arrow batches of the
+argument columns, runs the record's matching step and numpy ``kernel`` (the same code the tests
+check against DuckDB's SQL macros) and returns a DOUBLE column, NULL where the kernel says NaN.
+Each ``inputs`` kind of record is wired in by one entry of ``INPUT_KINDS``.
+
+SQL surface, as in DuckDB: ``metric(rec, truth [, k] [, option => value ...])``. ``k`` is a
+positive integer, ``'all'`` or omitted (= len(rec)); a NULL k gives NULL; anything else is an
+error naming the function and the value. Options are named arguments (``gain => 'linear'``) and
+must be constant within a query.
+
+``to_ordered_list`` comes twice (see docs/spark.md for the choice):
+
+* ``to_ordered_list_sql(value, key, options)`` / ``to_ordered_list(...)``: Spark's native
+  ``collect_list`` + ``sort_array`` over ``struct(key, value)``, type-generic and without Python,
+  as a SQL expression text or a DataFrame ``Column``.
+* the SQL aggregate ``to_ordered_list(value [, key] [, options])`` registered by ``register``: an
+  Arrow grouped-aggregate UDF. Spark Python UDFs have a fixed return type, so it returns
+  ``ARRAY<ordered_list_type>`` (BIGINT unless told otherwise) and, like every grouped-aggregate
+  Python UDF, cannot share a GROUP BY with other aggregates.
+
+Both keep every tied row and return the (key, value) pairs sorted ascending, or exactly the
+reverse of that order, as ``duckrank.ordered_list`` does in DuckDB.
+
+Executors need numpy, pyarrow and duckrank importable (docs/spark.md shows how to ship them).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.functions import ArrowUDFType
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import DataType, _parse_datatype_string
+
+from duckrank.definitions import Metric
+from duckrank.matching import match_hits
+from duckrank.metrics import METRICS
+
+
+@dataclass(frozen=True)
+class InputKind:
+    """How the records of one ``inputs`` kind are called from Spark.
+
+    ``match(rec, truth, cut)`` is the kind's numpy matching step over Arrow arrays (``cut``: the
+    per-row cut-off as float64, NaN for a NULL k); its result is what the records' ``kernel``
+    takes. ``arguments`` is the Spark SQL signature shown in errors and docs (Spark's Python UDFs
+    take any column type; the matching step checks the types).
+    """
+
+    match: Callable[[pa.Array, pa.Array, np.ndarray], Any]
+    arguments: str
+
+
+INPUT_KINDS: dict[str, InputKind] = {
+    "hits": InputKind(match_hits, "rec ARRAY<T>, truth ARRAY<T> [, k]"),
+}
+
+
+# --- cut-off -------------------------------------------------------------------------------------
+
+def _k_error(function: str, value: object) -> ValueError:
+    # Same wording as duckrank.matching.cutoff_sql, so both engines fail alike.
+    return ValueError(f"{function}: k must be a positive integer or 'all', got {value}")
+
+
+def cutoff(function: str, k: pa.Array | None, rec_lengths: np.ndarray) -> np.ndarray:
+    """Per-row cut-off as float64 (NaN where k is NULL) from a Spark k column.
+
+    ``k`` omitted (None) or ``'all'`` means len(rec); numbers and numeric strings must be positive
+    integers, as in the DuckDB macros (which cast k to DOUBLE first).
+    """
+    if k is None:
+        return rec_lengths.astype(np.float64)
+    if isinstance(k, pa.ChunkedArray):
+        k = k.combine_chunks()
+    if pa.types.is_null(k.type):
+        return np.full(len(k), np.nan)
+    is_all = np.zeros(len(k), dtype=bool)
+    if pa.types.is_string(k.type) or pa.types.is_large_string(k.type):
+        is_all = pc.fill_null(pc.equal(k, "all"), False).to_numpy(zero_copy_only=False)
+        numbers = pc.if_else(pc.equal(k, "all"), None, k)
+        parsed = pc.cast(pc.utf8_trim_whitespace(numbers), pa.float64(), safe=False)
+        unparsable = pc.and_(pc.is_valid(numbers), pc.is_null(parsed))
+        if pc.any(unparsable).as_py():
+            raise _k_error(function, pc.filter(k, unparsable)[0].as_py())
+        k = parsed
+    values = pc.cast(k, pa.float64()).to_numpy(zero_copy_only=False)
+    bad = ~np.isnan(values) & ((values < 1) | (values != np.floor(values)))
+    if bad.any():
+        raise _k_error(function, k[int(np.argmax(bad))].as_py())
+    return np.where(is_all, rec_lengths, values)
+
+
+# --- metrics -------------------------------------------------------------------------------------
+
+def _constant_option(function: str, name: str, values: pa.Array | None, default: object) -> object:
+    if values is None:
+        return default
+    distinct = pc.unique(values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values)
+    if len(distinct) != 1:
+        raise ValueError(
+            f"{function}: option {name} must be one constant per query, got {distinct.to_pylist()}"
+        )
+    return distinct[0].as_py()
+
+
+def evaluate_batch(
+    metric: Metric,
+    rec: pa.Array,
+    truth: pa.Array,
+    k: pa.Array | None = None,
+    **options: pa.Array | None,
+) -> pa.Array:
+    """One metric over one Arrow batch, as the Spark UDF computes it: DOUBLE, NULL where the
+    kernel gives NaN."""
+    kind = INPUT_KINDS[metric.inputs]
+    rec_lengths = pc.fill_null(pc.list_value_length(rec), 0).to_numpy(zero_copy_only=False)
+    matched = kind.match(rec, truth, cutoff(metric.name, k, rec_lengths))
+    settings = {
+        o.name: _constant_option(metric.name, o.name, options.get(o.name), o.default)
+        for o in metric.options
+    }
+    values = np.asarray(metric.kernel(matched, **settings), dtype=np.float64)
+    return pa.array(values, type=pa.float64(), mask=np.isnan(values))
+
+
+def _signature(metric: Metric) -> inspect.Signature:
+    """(rec, truth, k=None, option=None, ...): Spark reads the parameters to accept positional
+    and named arguments and to let the optional ones be left out."""
+    required = inspect.Parameter.empty
+    names = [("rec", required), ("truth", required), ("k", None)]
+    names += [(o.name, None) for o in metric.options]
+    return inspect.Signature(
+        [
+            inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d,
+                              annotation=pa.Array)
+            for n, d in names
+        ],
+        return_annotation=pa.Array,
+    )
+
+
+def batch_function(metric: Metric) -> Callable[..., pa.Array]:
+    """``evaluate_batch`` bound to one record, with the record's SQL signature."""
+
+    def evaluate(rec: pa.Array, truth: pa.Array, k: pa.Array | None = None,
+                 **options: pa.Array | None) -> pa.Array:
+        return evaluate_batch(metric, rec, truth, k, **options)
+
+    evaluate.__name__ = metric.name
+    evaluate.__signature__ = _signature(metric)
+    return evaluate
+
+
+def spark_metrics() -> list[Metric]:
+    """The records ``register`` turns into Spark functions: one per name (Spark has no
+    overloading; records sharing a name differ only in the truth type, which the matching step
+    reads from the Arrow data)."""
+    by_name: dict[str, Metric] = {}
+    for metric in METRICS:
+        if metric.kernel is not None and metric.inputs in INPUT_KINDS:
+            by_name.setdefault(metric.name, metric)
+    return list(by_name.values())
+
+
+def unsupported_metrics() -> list[Metric]:
+    """Records that have no Spark function (no kernel, or an ``inputs`` kind not wired in)."""
+    return [m for m in METRICS if m.kernel is None or m.inputs not in INPUT_KINDS]
+
+
+# --- to_ordered_list -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OrderedOptions:
+    """Hivemall's ``to_ordered_list`` options (shared/notes/hivemall-semantics.md section 7)."""
+
+    k: int | None = None
+    reverse: bool = False
+    dedup: bool = False
+
+    @property
+    def descending(self) -> bool:
+        # No option: ascending. -k n (n > 0) keeps the n largest, descending. -reverse flips both.
+        return self.reverse != (self.k is not None and self.k > 0)
+
+
+_KNOWN_OPTIONS = "-k n, -reverse, -reverse_order, -dedup"
+
+
+def parse_ordered_options(options: str | None, function: str = "to_ordered_list") -> OrderedOptions:
+    """Parse an options string, with the errors of duckrank.ordered_list's DuckDB macros."""
+    tokens = (options or "").split()
+    k: int | None = None
+    reverse = dedup = False
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "-k":
+            text = tokens[i + 1] if i + 1 < len(tokens) else ""
+            try:
+                k = int(text)
+            except ValueError:
+                k = 0
+            if k == 0:
+                raise ValueError(
+                    f"{function}: option -k needs a non-zero integer, got '{text}' in options "
+                    f"'{options}'"
+                )
+            i += 1
+        elif token in ("-reverse", "-reverse_order"):
+            reverse = True
+        elif token == "-dedup":
+            dedup = True
+        elif token in ("-kv_map", "-kv", "-vk_map", "-vk"):
+            raise ValueError(
+                f"{function}: option {token} returns a MAP, which duckrank.spark does not build; "
+                "use map_from_entries over the ordered list"
+            )
+        else:
+            raise ValueError(
+                f"{function}: unknown option '{token}' in options '{options}'; known options: "
+                f"{_KNOWN_OPTIONS}"
+            )
+        i += 1
+    return OrderedOptions(k=k, reverse=reverse, dedup=dedup)
+
+
+def to_ordered_list_sql(value: str, key: str | None = None, options: str | None = None) -> str:
+    """Spark SQL text of a native ``to_ordered_list`` aggregate over the SQL expressions ``value``
+    and ``key`` (key = value when omitted), for use in a GROUP BY query.
+
+    ``collect_list`` skips the NULL structs built for rows whose key or value is NULL;
+    ``sort_array`` orders the structs by key, then value (so ties come out by value); an empty
+    group gives NULL.
+    """
+    opts = parse_ordered_options(options)
+    key = value if key is None else key
+    pairs = (
+        f"collect_list(CASE WHEN ({key}) IS NOT NULL AND ({value}) IS NOT NULL "
+        f"THEN named_struct('k', {key}, 'v', {value}) END)"
+    )
+    kept = f"array_distinct({pairs})" if opts.dedup else pairs
+    ordered = f"sort_array({kept}, {'false' if opts.descending else 'true'})"
+    if opts.k is not None:
+        ordered = f"slice({ordered}, 1, {abs(opts.k)})"
+    return f"(CASE WHEN size({pairs}) = 0 THEN NULL ELSE transform({ordered}, e -> e.v) END)"
+
+
+def to_ordered_list(value: str, key: str | None = None, options: str | None = None) -> Column:
+    """DataFrame form of ``to_ordered_list_sql``:
+    ``df.groupBy("user").agg(to_ordered_list("item", "score", "-reverse").alias("rec"))``.
+    ``value`` and ``key`` are column names or Spark SQL expressions."""
+    return F.expr(to_ordered_list_sql(_quoted(value), None if key is None else _quoted(key),
+                                      options))
+
+
+def _quoted(column: str) -> str:
+    return f"`{column}`" if column.isidentifier() else column
+
+
+def _ordered_list_aggregate(value_type: pa.DataType) -> Callable[..., pa.Scalar]:
+    """The Arrow grouped-aggregate behind the SQL ``to_ordered_list``: one call per group."""
+
+    def aggregate(value: pa.Array, key: pa.Array = None, options: pa.Array = None) -> pa.Scalar:
+        if options is None and key is not None and pa.types.is_string(key.type):
+            key, options = None, key  # (value, 'options'), as the DuckDB macro reads it
+        text = _constant_option("to_ordered_list", "options", options, "")
+        opts = parse_ordered_options(text)
+        pairs = pa.table({"k": value if key is None else key, "v": value}).drop_null()
+        order = "descending" if opts.descending else "ascending"
+        pairs = pairs.take(pc.sort_indices(pairs, [("k", order), ("v", order)]))
+        if opts.dedup and pairs.num_rows > 1:
+            repeated = np.concatenate([[False], pc.and_(
+                pc.equal(pairs["k"][1:], pairs["k"][:-1]),
+                pc.equal(pairs["v"][1:], pairs["v"][:-1])).to_numpy(zero_copy_only=False)])
+            pairs = pairs.filter(pa.array(~repeated))
+        if pairs.num_rows == 0:
+            return pa.scalar(None, pa.list_(value_type))
+        if opts.k is not None:
+            pairs = pairs.slice(0, abs(opts.k))
+        return pa.scalar(pairs["v"].combine_chunks().cast(value_type), pa.list_(value_type))
+
+    return aggregate
+
+
+# --- registration --------------------------------------------------------------------------------
+
+def register(spark: SparkSession, *, ordered_list_type: str = "bigint") -> list[str]:
+    """Register every duckrank metric and ``to_ordered_list`` as Spark SQL functions of this
+    session; returns the registered names.
+
+    ``ordered_list_type`` is the element type of the SQL ``to_ordered_list`` aggregate's result
+    (a Spark DDL type such as ``'bigint'`` or ``'string'``); the native ``to_ordered_list_sql``
+    needs no such choice.
+    """
+    names = []
+    for metric in spark_metrics():
+        udf = F.arrow_udf(batch_function(metric), "double", ArrowUDFType.SCALAR)
+        spark.udf.register(metric.name, udf)
+        names.append(metric.name)
+    element: DataType = _parse_datatype_string(ordered_list_type)
+    aggregate = F.arrow_udf(
+        _ordered_list_aggregate(to_arrow_type(element)), f"array<{ordered_list_type}>",
+        ArrowUDFType.GROUPED_AGG,
+    )
+    spark.udf.register("to_ordered_list", aggregate)
+    names.append("to_ordered_list")
+    return names
