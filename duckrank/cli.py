@@ -1,0 +1,244 @@
+"""The ``duckrank`` command line.
+
+* ``duckrank evaluate RUN QRELS -m ndcg@10 -m map@100 ...``: score a run file against judgments
+  (Parquet, CSV or TREC files; see ``duckrank.evaluate``, which does the work).
+* ``duckrank sql "SELECT ..."``: run any query on a connection with duckrank registered.
+* ``duckrank metrics``: the metrics, their aliases and options, from the metric records.
+* ``duckrank demo``: the evaluation of the built-in sample data.
+
+Paths, column names, metric names and options are data: they reach DuckDB as query parameters,
+quoted identifiers or names checked against the metric records, never as SQL text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from typing import Any, TextIO
+
+import duckdb
+
+from duckrank import __version__
+from duckrank.duckdb_adapter import connect
+from duckrank.evaluate import FILE_FORMATS, Columns, evaluation, read_file
+from duckrank.metrics import METRICS
+
+FORMATS = ("table", "csv", "json")
+
+
+# --- output --------------------------------------------------------------------------------------
+
+def _cell(value: Any, digits: int | None) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        return repr(value) if digits is None else f"{value:.{digits}f}"
+    return str(value)
+
+
+def write_result(
+    columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str, out: TextIO,
+    digits: int | None = None,
+) -> None:
+    """Write rows as an aligned text table, CSV (NULL is an empty field) or JSON (a list of
+    objects; NULL and NaN are null). Only the table rounds numbers (to ``digits`` decimals)."""
+    if fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(["" if v is None else v for v in row] for row in rows)
+    elif fmt == "json":
+        def plain(value: Any) -> Any:
+            return None if isinstance(value, float) and math.isnan(value) else value
+
+        records = [{c: plain(v) for c, v in zip(columns, row, strict=True)} for row in rows]
+        json.dump(records, out, indent=2, default=str)
+        out.write("\n")
+    else:
+        rows = list(rows)
+        cells = [[_cell(v, digits) for v in row] for row in rows]
+        numeric = [
+            all(isinstance(row[i], int | float) or row[i] is None for row in rows)
+            for i in range(len(columns))
+        ]
+        widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)]
+
+        def line(values: Sequence[str]) -> str:
+            return "  ".join(
+                v.rjust(w) if right else v.ljust(w)
+                for v, w, right in zip(values, widths, numeric, strict=True)
+            ).rstrip()
+
+        out.write(line(list(columns)) + "\n")
+        out.write("  ".join("-" * w for w in widths) + "\n")
+        for row in cells:
+            out.write(line(row) + "\n")
+
+
+def _write_relation(relation: duckdb.DuckDBPyRelation, args: argparse.Namespace) -> None:
+    rows = relation.iter_rows(batch_size=10_000)
+    write_result(relation.columns, rows, args.format, sys.stdout, args.digits)
+
+
+def _connection(database: str = ":memory:") -> duckdb.DuckDBPyConnection:
+    con = connect(database)
+    if sys.stdout.isatty():
+        # DuckDB draws its progress bar on stdout, after two seconds of a query; never into a pipe.
+        con.execute("SET enable_progress_bar = true")
+        con.execute("SET enable_progress_bar_print = true")
+    return con
+
+
+# --- commands ------------------------------------------------------------------------------------
+
+def _evaluate(args: argparse.Namespace) -> None:
+    columns = Columns(
+        query=args.query_column, item=args.item_column, score=args.score_column,
+        grade=args.grade_column,
+    )
+    con = _connection()
+    run = read_file(con, args.run, "run", args.run_format, columns)
+    qrels = read_file(con, args.qrels, "qrels", args.qrels_format, columns)
+    with evaluation(con, run, qrels, args.metric, args.by, args.per_user, columns) as result:
+        _write_relation(result, args)
+
+
+def _sql(args: argparse.Namespace) -> None:
+    con = _connection(args.database)
+    result = con.sql(args.query)
+    if result is not None:
+        _write_relation(result, args)
+
+
+def _metrics(args: argparse.Namespace) -> None:
+    rows = []
+    for metric in METRICS:
+        options = ", ".join(
+            f"{o.name}={o.default}" + (f" ({'|'.join(o.choices)})" if o.choices else "")
+            for o in metric.options
+        )
+        truth = metric.truth_type or "LIST"
+        rows.append((metric.name, ", ".join(metric.aliases), truth, options, metric.summary))
+    write_result(("metric", "aliases", "truth", "options", "summary"), rows, args.format,
+                 sys.stdout)
+
+
+DATA = resources.files("duckrank") / "data"
+
+DEMOS = (
+    (
+        "The Hivemall guide's example (dummy_rec, dummy_truth): compare with its table "
+        "(Recall 0.6666666666666666 / 0.3333333333333333, ..., NDCG 0.7039180890341349 / "
+        "0.6131471927654585)",
+        ["dummy_rec.csv", "dummy_truth.csv"],
+        ["recall@4", "recall@2", "precision@4", "precision@2", "map@4", "map@2", "auc@4",
+         "auc@2", "mrr@4", "mrr@2", "ndcg@4", "ndcg@2"],
+        [],
+    ),
+    (
+        "A TREC run with two systems (tags) against graded qrels, one row per system",
+        ["sample.run", "sample.qrels"],
+        ["ndcg@10", "map@100", "mrr", "precision@5", "recall@10"],
+        ["--by", "tag"],
+    ),
+)
+
+
+def _demo(args: argparse.Namespace) -> None:
+    parser = build_parser()
+    for title, files, metrics, extra in DEMOS:
+        with resources.as_file(DATA / files[0]) as run, resources.as_file(DATA / files[1]) as qrels:
+            shown = ["duckrank evaluate", *files, *(f"-m {m}" for m in metrics), *extra]
+            sys.stdout.write(f"{title}:\n$ {' '.join(shown)}\n")
+            sys.stdout.flush()
+            argv = ["evaluate", str(run), str(qrels), *(f"--metric={m}" for m in metrics), *extra]
+            _evaluate(parser.parse_args(argv))
+            sys.stdout.write("\n")
+    sys.stdout.write(f"The sample files are in {DATA}.\n")
+
+
+# --- arguments -----------------------------------------------------------------------------------
+
+def _output_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default="table",
+                        help="output format (default: table)")
+    parser.add_argument("--digits", type=int, default=None,
+                        help="decimals shown in the table (default: every digit)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="duckrank", description="Ranking-evaluation metrics on DuckDB.",
+    )
+    parser.add_argument("--version", action="version", version=f"duckrank {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    evaluate = commands.add_parser(
+        "evaluate", help="score a run against judgments (qrels)",
+        description="Score a run (one row per query, item, score) against judgments (one row "
+        "per query, item, grade). Files are Parquet, CSV/TSV or TREC (qid Q0 docid rank score "
+        "tag / qid 0 docid grade), chosen by extension (TREC when neither). Prints the mean of "
+        "each metric over the queries found in both files, with the counts of queries scored, "
+        "unjudged (run only) and unranked (qrels only).",
+    )
+    evaluate.add_argument("run", help="the run file")
+    evaluate.add_argument("qrels", help="the judgments file")
+    evaluate.add_argument(
+        "-m", "--metric", action="append", required=True,
+        help="a metric: name[@k] or name(option=value,...)[@k], e.g. ndcg@10, map@100, "
+        "ndcg(gain=linear)@10; repeat for more (`duckrank metrics` lists them)",
+    )
+    evaluate.add_argument("--by", action="append", default=[], metavar="COLUMN",
+                          help="one row per value of this run column (a system, a segment)")
+    evaluate.add_argument("--per-user", "--per-query", action="store_true",
+                          help="one row per query (user) instead of means")
+    evaluate.add_argument("--query-column", "--user-column", default=None,
+                          help="query (user) column of both files (default: query, else user)")
+    evaluate.add_argument("--item-column", default="item", help="item column (default: item)")
+    evaluate.add_argument("--score-column", default="score",
+                          help="score column of the run (default: score)")
+    evaluate.add_argument(
+        "--grade-column", default=None,
+        help="grade column of the qrels (default: grade; without one, every row is relevant)",
+    )
+    evaluate.add_argument("--run-format", choices=FILE_FORMATS, default="auto")
+    evaluate.add_argument("--qrels-format", choices=FILE_FORMATS, default="auto")
+    _output_options(evaluate)
+    evaluate.set_defaults(handler=_evaluate)
+
+    sql = commands.add_parser("sql", help="run a query with duckrank registered")
+    sql.add_argument("query", help="SQL to run (the result of the last statement is printed)")
+    sql.add_argument("--database", default=":memory:",
+                     help="DuckDB database file (default: in memory)")
+    _output_options(sql)
+    sql.set_defaults(handler=_sql)
+
+    metrics = commands.add_parser("metrics", help="list the metrics and their options")
+    metrics.add_argument("--format", choices=FORMATS, default="table")
+    metrics.set_defaults(handler=_metrics)
+
+    demo = commands.add_parser("demo", help="evaluate the built-in sample data")
+    demo.set_defaults(handler=_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.handler(args)
+    except (ValueError, duckdb.Error) as error:
+        sys.stderr.write(f"duckrank {args.command}: {error}\n")
+        return 1
+    except BrokenPipeError:  # `duckrank ... | head`
+        sys.stderr.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
