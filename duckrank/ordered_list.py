@@ -95,16 +95,22 @@ def _map(fn: str, first: str, second: str, options: str) -> str:
     )
 
 
-MACROS = (
-    *OPTIONS_MACROS,
-    ORDER_MACRO,
-    f"""
-CREATE OR REPLACE MACRO to_ordered_list(value) AS {_ordered('to_ordered_list', 'value', 'NULL')},
+def to_ordered_list_macro(name: str = "to_ordered_list") -> str:
+    """The CREATE MACRO statement of to_ordered_list under ``name`` (the hivemall schema creates
+    the same aggregate as ``hivemall.to_ordered_list``)."""
+    return f"""
+CREATE OR REPLACE MACRO {name}(value) AS {_ordered('to_ordered_list', 'value', 'NULL')},
   (value, key_or_options) AS CASE WHEN typeof(any_value(key_or_options)) = 'VARCHAR'
     THEN {_ordered('to_ordered_list', 'value', 'any_value(key_or_options)::VARCHAR')}
     ELSE {_ordered('to_ordered_list', 'key_or_options', 'NULL')} END,
   (value, key, options) AS {_ordered('to_ordered_list', 'key', 'options')}
-""",
+"""
+
+
+MACROS = (
+    *OPTIONS_MACROS,
+    ORDER_MACRO,
+    to_ordered_list_macro(),
     f"""
 CREATE OR REPLACE MACRO to_ordered_kv_map(value, key) AS {_map('to_ordered_kv_map', 'k', 'v', 'NULL')},
   (value, key, options) AS {_map('to_ordered_kv_map', 'k', 'v', 'options')}
