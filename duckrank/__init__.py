@@ -9,5 +9,6 @@
 __version__ = "0.1.0"
 
 from duckrank.duckdb_adapter import connect, register  # noqa: E402
+from duckrank.hive_sql import hive_sql  # noqa: E402
 
-__all__ = ["__version__", "connect", "register"]
+__all__ = ["__version__", "connect", "hive_sql", "register"]
