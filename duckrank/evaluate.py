@@ -50,10 +50,15 @@ _REQUEST = re.compile(
 )
 
 
+# Input kinds whose untyped truth is a LIST of relevant item ids (other untyped truths are
+# preferences or Hivemall's lists of grades, which qrels cannot give).
+LIST_TRUTH_INPUTS = ("hits", "grades")
+
+
 def _truth_form(metric: Metric) -> str | None:
     """'list' for a LIST of relevant item ids, 'map' for a MAP item -> grade, None for a truth
-    that qrels cannot give (preferences, Hivemall's grade lists)."""
-    if metric.truth_type == "":
+    that qrels cannot give."""
+    if metric.truth_type == "" and metric.inputs in LIST_TRUTH_INPUTS:
         return "list"
     if metric.truth_type.upper().startswith("MAP"):
         return "map"
@@ -84,9 +89,15 @@ class MetricRequest:
         if "list" in forms:
             return "list"
         raise ValueError(
-            f"metric {self.label!r}: {self.name} takes no truth that qrels can give "
-            f"(its truth types: {', '.join(repr(m.truth_type) for m in self.overloads)})"
+            f"metric {self.label!r}: no form of {self.name} takes these options with a "
+            f"{'graded' if graded else 'binary'} truth"
         )
+
+
+def known_metric_names() -> list[str]:
+    """Every name and alias of the metrics that a run and qrels can feed, sorted."""
+    usable = {m.name for m in METRICS if _truth_form(m) is not None}
+    return sorted({n for m in METRICS if m.name in usable for n in m.cli_names})
 
 
 def _option_value(label: str, option: Option, text: str) -> str | int | float:
@@ -118,9 +129,17 @@ def parse_metric(text: str) -> MetricRequest:
         )
     try:
         record = by_name(match["name"])
-    except KeyError as error:
-        raise ValueError(error.args[0]) from None
+    except KeyError:
+        raise ValueError(
+            f"unknown metric {match['name']!r}; known metrics: {', '.join(known_metric_names())}"
+        ) from None
     overloads = tuple(m for m in METRICS if m.name == record.name)
+    if all(_truth_form(m) is None for m in overloads):
+        kinds = ", ".join(sorted({m.inputs for m in overloads}))
+        raise ValueError(
+            f"metric {text!r}: {record.name} cannot be computed from a run and qrels (it takes "
+            f"{kinds}, not a list or map of judged items)"
+        )
 
     k = None
     if match["k"] is not None and match["k"].lower() != "all":
