@@ -9,6 +9,7 @@
 __version__ = "0.1.0"
 
 from duckrank.duckdb_adapter import connect, register  # noqa: E402
+from duckrank.evaluate import evaluate  # noqa: E402
 from duckrank.hive_sql import hive_sql  # noqa: E402
 
-__all__ = ["__version__", "connect", "hive_sql", "register"]
+__all__ = ["__version__", "connect", "evaluate", "hive_sql", "register"]

@@ -43,7 +43,10 @@ def _table_macro(fn: str, layout: str, columns: list[tuple[str, int, str]]) -> s
         value = f"f[{field}]"
         if sql_type != "VARCHAR":
             kind = "an integer" if sql_type == "BIGINT" else "a number"
-            parsed = f"try_cast({value} AS {sql_type})"
+            text = value
+            if sql_type == "BIGINT":  # a cast would round '0.5'
+                text = f"CASE WHEN regexp_full_match({value}, '[+-]?[0-9]+') THEN {value} END"
+            parsed = f"try_cast({text} AS {sql_type})"
             problem = f"'{name} ''' || {value} || ''' is not {kind}'"
             value = f"CASE WHEN {parsed} IS NULL THEN {fail(problem)} ELSE {parsed} END"
         selected.append(f"{value} AS {name}")
