@@ -47,6 +47,17 @@ class Metric:
       positions of the hits in the top K, ``{K}`` = min(k, len(rec)), ``{k}`` the cut-off
       (len(rec) when omitted), ``{n}`` the number of distinct relevant items. ``kernel`` receives a
       ``duckrank.matching.Hits``.
+    * ``"grades"``: graded relevance. truth is a MAP(VARCHAR, DOUBLE) of item -> grade when
+      ``truth_type`` says so, else a LIST (grade 1 for each item). Placeholders: ``{top}`` the
+      grades of the top K in rec order (DOUBLE[], 0 where an item has none), ``{ideal}`` the
+      min(k, n) largest positive grades of truth, largest first, ``{n}`` the number of positive
+      grades, ``{K}``, ``{k}`` as above; option parameters are referenced by name. ``kernel``
+      receives a ``duckrank.matching.Grades`` from ``match_grades``.
+    * ``"grade_lists"``: the same placeholders and ``Grades``, from grades given directly
+      (Hivemall's graded form: rec a list of structs whose first field is the grade, truth a list
+      of grades); numpy matching is ``duckrank.matching.match_grade_lists``.
+
+    A ``kernel`` takes the matched batch and the record's options as keyword arguments.
 
     ``truth_type`` is the SQL type of the truth parameter ("" = untyped, for LISTs of any id type).
     Records that share a ``name`` become overloads of one macro, told apart by ``truth_type``.

@@ -171,3 +171,253 @@ def match_hits(
     counts = np.bincount(rec_row[hit], minlength=rows)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     return Hits(positions=positions, offsets=offsets, K=top, k=cut, n=n, valid=valid)
+
+
+# --- graded relevance ----------------------------------------------------------------------------
+# The graded metrics (duckrank.metrics.graded) read each row as *grades*: the grade of each of the
+# top K recommended items in rec order, and the ideal grades. A graded truth is a
+# MAP(VARCHAR, DOUBLE) from item id to grade (a finite number >= 0; 0 = not relevant); rec items
+# are matched by their text form (``rec[i]::VARCHAR``), since one MAP(VARCHAR, DOUBLE) macro
+# overload accepts maps of every key type. A truth LIST means grade 1 for each of its items. The
+# hit rules are the binary ones above: a duplicate recommendation or a NULL element has grade 0.
+
+def graded_top_sql(rec: str, truth: str, k: str) -> str:
+    """Grades of the top K of ``rec`` in rec order (DOUBLE[], 0 for items without a grade) from a
+    MAP(VARCHAR, DOUBLE) truth."""
+    return (
+        f"list_transform(list_slice({rec}, 1, {_top_k_len(rec, k)}), lambda x, i: "
+        f"CASE WHEN x IS NOT NULL AND list_position({rec}, x) = i "
+        f"THEN coalesce({truth}[x::VARCHAR], 0.0) ELSE 0.0 END)"
+    )
+
+
+def binary_top_sql(positions: str, top_k_len: str) -> str:
+    """Grades of the top K when truth is a LIST: 1.0 at the hit ``positions``, else 0.0."""
+    return (
+        f"list_transform(range(1, {top_k_len} + 1), "
+        f"lambda i: list_contains({positions}, i)::DOUBLE)"
+    )
+
+
+def ideal_grades_sql(grades: str, k: str) -> str:
+    """The min(k, n) largest positive grades of a DOUBLE[], largest first."""
+    return f"list_slice(list_reverse_sort(list_filter({grades}, lambda g: g > 0)), 1, {k})"
+
+
+def positive_count_sql(grades: str) -> str:
+    """n for graded truth: the number of positive grades."""
+    return f"len(list_filter({grades}, lambda g: g > 0))::BIGINT"
+
+
+def bad_grade_sql(function: str, truth: str) -> tuple[str, str]:
+    """(condition, error) for a MAP truth holding a grade that is NULL, NaN, infinite or negative;
+    the error names the function (a SQL expression), the first such item and its grade."""
+    bad = (
+        f"list_filter(map_entries({truth}), "
+        "lambda e: e.value IS NULL OR NOT isfinite(e.value) OR e.value < 0)"
+    )
+    message = (
+        f"{function} || ': the grade of item ' || ({bad})[1].key || ' in truth must be a finite "
+        f"number >= 0, got ' || coalesce(({bad})[1].value::VARCHAR, 'NULL')"
+    )
+    return f"len({bad}) > 0", f"error({message})"
+
+
+def first_field_grades_sql(rec: str, k: str) -> str:
+    """Grades of the top K of a rec given as structs whose first field is the grade (Hivemall's
+    graded form), as DOUBLE[]."""
+    return (
+        f"list_transform(list_slice({rec}, 1, {_top_k_len(rec, k)}), "
+        "lambda s: struct_extract_at(s, 1)::DOUBLE)"
+    )
+
+
+def bad_list_grade_sql(function: str, grades: str, side: str) -> tuple[str, str]:
+    """(condition, error) for a DOUBLE[] of grades holding a NULL, NaN, infinite or negative
+    one; the error names the function (a SQL expression), ``side`` and the position."""
+    flags = f"list_transform({grades}, lambda g: g IS NULL OR NOT isfinite(g) OR g < 0)"
+    position = f"list_position({flags}, true)"
+    message = (
+        f"{function} || ': grade ' || {position} || ' of {side} must be a finite number >= 0, "
+        f"got ' || coalesce(({grades})[{position}]::VARCHAR, 'NULL')"
+    )
+    return f"list_bool_or({flags})", f"error({message})"
+
+
+@dataclass(frozen=True)
+class Grades:
+    """Graded view of a batch of rows, flattened like ``Hits``.
+
+    ``top[top_offsets[r]:top_offsets[r + 1]]`` are the grades of row r's top K recommended
+    items in rec order (K values; 0 for misses, duplicates and NULL elements).
+    ``ideal[ideal_offsets[r]:ideal_offsets[r + 1]]`` are the min(k, n) largest positive grades of
+    its truth, largest first. ``K``, ``k``, ``n`` (positive grades in truth) and ``valid`` are
+    per-row arrays as in ``Hits``.
+    """
+
+    top: np.ndarray
+    top_offsets: np.ndarray
+    ideal: np.ndarray
+    ideal_offsets: np.ndarray
+    K: np.ndarray
+    k: np.ndarray
+    n: np.ndarray
+    valid: np.ndarray
+
+    @staticmethod
+    def ranks(offsets: np.ndarray) -> np.ndarray:
+        """1-based rank of each flattened value within its row."""
+        counts = np.diff(offsets)
+        return np.arange(offsets[-1]) - np.repeat(offsets[:-1], counts) + 1
+
+    def row_sum(self, values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        counts = np.diff(offsets)
+        rows = np.repeat(np.arange(len(self.K)), counts)
+        return np.bincount(rows, weights=values, minlength=len(self.K))
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+def _ideal(grades: np.ndarray, rows: np.ndarray, k: np.ndarray, row_count: int) -> tuple:
+    """Each row's min(k, n) largest positive grades, largest first, flattened; and n."""
+    positive = grades > 0
+    grades, rows = grades[positive], rows[positive]
+    order = np.lexsort((-grades, rows))
+    grades, rows = grades[order], rows[order]
+    n = np.bincount(rows, minlength=row_count).astype(np.int64)
+    keep = Grades.ranks(_offsets(n)) <= k[rows]
+    counts = np.bincount(rows[keep], minlength=row_count)
+    return grades[keep], _offsets(counts), n
+
+
+def _grades_from_hits(hits: Hits, grade_of_hit: np.ndarray, ideal: tuple) -> Grades:
+    top_offsets = _offsets(hits.K)
+    top = np.zeros(top_offsets[-1])
+    top[np.repeat(top_offsets[:-1], hits.counts) + hits.positions - 1] = grade_of_hit
+    ideal_grades, ideal_offsets, n = ideal
+    return Grades(top, top_offsets, ideal_grades, ideal_offsets, hits.K, hits.k, n, hits.valid)
+
+
+def _list_of(offsets: np.ndarray, values: pa.Array, nulls: np.ndarray) -> pa.ListArray:
+    start = int(offsets[0])
+    return pa.ListArray.from_arrays(
+        pa.array(offsets - start, pa.int32()),
+        values.slice(start, int(offsets[-1]) - start),
+        mask=pa.array(nulls),
+    )
+
+
+def _same_kind(rec: pa.ListArray, keys: pa.ListArray) -> tuple[pa.ListArray, pa.ListArray]:
+    """Ids of different kinds are compared by their text form, as the SQL macros do."""
+    rec_type, key_type = rec.type.value_type, keys.type.value_type
+    if rec_type == key_type or (pa.types.is_integer(rec_type) and pa.types.is_integer(key_type)):
+        return rec, keys
+    return rec.cast(pa.list_(pa.string())), keys.cast(pa.list_(pa.string()))
+
+
+def match_grades(
+    rec: pa.Array | pa.ChunkedArray,
+    truth: pa.Array | pa.ChunkedArray,
+    k: np.ndarray | int | None = None,
+    function: str = "match_grades",
+) -> Grades:
+    """Vectorised graded matching of a whole batch: ``truth`` is a MapArray (id -> grade) or a
+    ListArray (grade 1 for each item). A NULL, NaN, infinite or negative grade in a row whose
+    rec, truth and k are not NULL raises ValueError naming ``function`` and the item."""
+    if isinstance(truth, pa.ChunkedArray):
+        truth = truth.combine_chunks()
+    if not pa.types.is_map(truth.type):
+        hits = match_hits(rec, truth, k)
+        ones = np.ones(len(hits.positions))
+        rows = np.repeat(np.arange(len(hits.K)), hits.n)
+        return _grades_from_hits(hits, ones, _ideal(np.ones(len(rows)), rows, hits.k, len(hits.K)))
+
+    offsets = truth.offsets.to_numpy().astype(np.int64)
+    nulls = truth.is_null().to_numpy(zero_copy_only=False)
+    keys = _list_of(offsets, truth.keys, nulls)
+    rec, keys = _same_kind(_as_list_array(rec), keys)
+    hits = match_hits(rec, keys, k)
+    rows = len(hits.K)
+
+    entry_row = np.repeat(np.arange(rows), np.diff(offsets))
+    start, stop = int(offsets[0]), int(offsets[-1])
+    grade_values = truth.items.slice(start, stop - start).cast(pa.float64())
+    grades = pc.fill_null(grade_values, np.nan).to_numpy(zero_copy_only=False)
+    bad = hits.valid[entry_row] & ~(np.isfinite(grades) & (grades >= 0))
+    if bad.any():
+        first = int(np.argmax(bad))
+        item = keys.values[first].as_py()
+        raise ValueError(
+            f"{function}: the grade of item {item!r} in truth must be a finite number >= 0, "
+            f"got {grade_values[first].as_py()}"
+        )
+
+    # Look up the grade of each hit: encode hit ids and truth keys together, then binary-search
+    # each hit's (row, id) among the sorted (row, key) pairs of truth.
+    rec_off = rec.offsets.to_numpy().astype(np.int64)
+    hit_rows = hits.row_of_hit
+    hit_ids = rec.values.take(pa.array(rec_off[hit_rows] + hits.positions - 1))
+    codes = pa.chunked_array([hit_ids, keys.values]).dictionary_encode().combine_chunks()
+    size = len(codes.dictionary) + 1
+    code = codes.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    hit_keys = hit_rows * size + code[: len(hit_ids)]
+    truth_keys = entry_row * size + code[len(hit_ids):]
+    order = np.argsort(truth_keys, kind="stable")
+    sorted_keys = truth_keys[order]
+    duplicate = sorted_keys[1:] == sorted_keys[:-1]
+    if duplicate.any():
+        item = keys.values[int(order[1:][duplicate][0])].as_py()
+        raise ValueError(f"{function}: item {item!r} appears twice in a truth map")
+    grade_of_hit = grades[order[np.searchsorted(sorted_keys, hit_keys)]]
+    return _grades_from_hits(hits, grade_of_hit, _ideal(grades, entry_row, hits.k, rows))
+
+
+def match_grade_lists(
+    rec: pa.Array | pa.ChunkedArray,
+    truth: pa.Array | pa.ChunkedArray,
+    k: np.ndarray | int | None = None,
+    function: str = "match_grade_lists",
+) -> Grades:
+    """Grades given directly (Hivemall's graded form): ``rec`` lists the true grade of each
+    recommended item in rec order, as numbers or as structs whose first field is the grade;
+    ``truth`` lists the grades of all relevant items, in any order. Ids play no part, so
+    there are no duplicates to drop. A NULL, NaN, infinite or negative grade raises ValueError."""
+    rec, truth = _as_list_array(rec), _as_list_array(truth)
+    if pa.types.is_struct(rec.type.value_type):
+        first_field = pc.struct_field(rec.values, [0])
+        rec = pa.ListArray.from_arrays(rec.offsets, first_field, mask=rec.is_null())
+    rows = len(rec)
+    valid = ~(rec.is_null().to_numpy(zero_copy_only=False) | truth.is_null().to_numpy(
+        zero_copy_only=False))
+    rec_len = pc.fill_null(pc.list_value_length(rec), 0).to_numpy().astype(np.int64)
+    if k is None:
+        cut = rec_len.copy()
+    else:
+        cut = np.broadcast_to(np.asarray(k, dtype=np.float64), (rows,)).copy()
+        valid &= ~np.isnan(cut)
+        cut = np.where(np.isnan(cut), 0, cut).astype(np.int64)
+    top_len = np.where(valid, np.minimum(cut, rec_len), 0)
+
+    def flat(lists: pa.ListArray, lengths: np.ndarray, side: str) -> tuple:
+        offsets = lists.offsets.to_numpy().astype(np.int64)
+        values = lists.values.slice(offsets[0], offsets[-1] - offsets[0]).cast(pa.float64())
+        values = pc.fill_null(values, np.nan).to_numpy(zero_copy_only=False)
+        row = np.repeat(np.arange(rows), np.diff(offsets))
+        keep = Grades.ranks(_offsets(np.diff(offsets))) <= lengths[row]
+        values, row = values[keep], row[keep]
+        bad = ~(np.isfinite(values) & (values >= 0))
+        if bad.any():
+            position = int(Grades.ranks(_offsets(np.bincount(row, minlength=rows)))[bad][0])
+            raise ValueError(
+                f"{function}: grade {position} of {side} must be a finite number >= 0, "
+                f"got {values[bad][0]}"
+            )
+        return values, row
+
+    top, _ = flat(rec, top_len, "rec")
+    truth_len = pc.fill_null(pc.list_value_length(truth), 0).to_numpy().astype(np.int64)
+    truth_grades, truth_row = flat(truth, np.where(valid, truth_len, 0), "truth")
+    ideal_grades, ideal_offsets, n = _ideal(truth_grades, truth_row, cut, rows)
+    return Grades(top, _offsets(top_len), ideal_grades, ideal_offsets, top_len, cut, n, valid)

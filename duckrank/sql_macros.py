@@ -12,8 +12,20 @@ from pathlib import Path
 
 from duckrank import ordered_list, trec
 from duckrank.definitions import Metric
-from duckrank.matching import cutoff_sql, hit_positions_sql, relevant_count_sql
+from duckrank.matching import (
+    bad_grade_sql,
+    bad_list_grade_sql,
+    binary_top_sql,
+    cutoff_sql,
+    first_field_grades_sql,
+    graded_top_sql,
+    hit_positions_sql,
+    ideal_grades_sql,
+    positive_count_sql,
+    relevant_count_sql,
+)
 from duckrank.metrics import METRICS
+from duckrank.metrics.graded import option_errors_sql
 
 SQL_FILE = Path(__file__).resolve().parent.parent / "sql" / "duckrank.sql"
 
@@ -39,7 +51,49 @@ def _hits_body(metric: Metric) -> str:
     return f"CASE WHEN rec IS NULL OR truth IS NULL OR {cut} IS NULL THEN NULL ELSE ({value}) END"
 
 
-BODIES = {"hits": _hits_body}
+def _graded_body(
+    metric: Metric, cut: str, top: str, ideal: str, n: str, grade_checks: list[tuple[str, str]]
+) -> str:
+    value = metric.sql.format(top=top, ideal=ideal, n=n, K=f"least({cut}, len(rec))", k=cut)
+    checks = [
+        *option_errors_sql(metric.name, metric.options),
+        (f"rec IS NULL OR truth IS NULL OR {cut} IS NULL", "NULL"),
+        *grade_checks,
+    ]
+    whens = " ".join(f"WHEN {condition} THEN {result}" for condition, result in checks)
+    return f"CASE {whens} ELSE ({value}) END"
+
+
+def _grades_body(metric: Metric) -> str:
+    cut = f"duckrank_cutoff('{metric.name}', rec, k)"
+    if metric.truth_type:  # MAP(VARCHAR, DOUBLE): item -> grade
+        grades = "map_values(truth)"
+        return _graded_body(
+            metric, cut, top=graded_top_sql("rec", "truth", cut),
+            ideal=ideal_grades_sql(grades, cut), n=positive_count_sql(grades),
+            grade_checks=[bad_grade_sql(f"'{metric.name}'", "truth")],
+        )
+    n = relevant_count_sql("truth")  # a LIST: grade 1 for each item
+    return _graded_body(
+        metric, cut,
+        top=binary_top_sql(f"duckrank_hit_positions(rec, truth, {cut})", f"least({cut}, len(rec))"),
+        ideal=f"list_resize([]::DOUBLE[], least({cut}, {n}), 1.0)", n=n, grade_checks=[],
+    )
+
+
+def _grade_lists_body(metric: Metric) -> str:
+    cut = f"duckrank_cutoff('{metric.name}', rec, k)"
+    top, truth = first_field_grades_sql("rec", cut), "CAST(truth AS DOUBLE[])"
+    name = f"'{metric.name}'"
+    return _graded_body(
+        metric, cut, top=top, ideal=ideal_grades_sql(truth, cut), n=positive_count_sql(truth),
+        grade_checks=[
+            bad_list_grade_sql(name, top, "rec"), bad_list_grade_sql(name, truth, "truth")
+        ],
+    )
+
+
+BODIES = {"hits": _hits_body, "grades": _grades_body, "grade_lists": _grade_lists_body}
 
 
 def _overload(metric: Metric) -> str:

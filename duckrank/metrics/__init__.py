@@ -1,9 +1,9 @@
 """Every metric record duckrank ships, in the order the docs list them."""
 
 from duckrank.definitions import Metric
-from duckrank.metrics import binary
+from duckrank.metrics import binary, graded
 
-METRICS: tuple[Metric, ...] = (*binary.METRICS,)
+METRICS: tuple[Metric, ...] = (*binary.METRICS, *graded.METRICS)
 
 
 def by_name(name: str) -> Metric:

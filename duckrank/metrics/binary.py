@@ -12,6 +12,7 @@ import numpy as np
 
 from duckrank.definitions import Metric
 from duckrank.matching import Hits
+from duckrank.metrics.graded import DCG_OPTIONS, binary_ndcg_sql, check_options, discounts
 
 NAN = np.nan
 
@@ -48,17 +49,21 @@ def _hitrate(h: Hits) -> np.ndarray:
     return _where_defined(h, h.n > 0, (h.counts > 0).astype(np.float64))
 
 
-def _ideal_binary_dcg(positions: np.ndarray) -> np.ndarray:
-    """sum_{i=1..m} 1/log2(i+1) for each m, by cumulative sum over the largest m needed."""
+def _ideal_binary_dcg(positions: np.ndarray, discount: str, base: float) -> np.ndarray:
+    """sum_{i=1..m} 1/disc(i) for each m, by cumulative sum over the largest m needed."""
     m = positions.astype(np.int64)
     largest = int(m.max()) if len(m) else 0
-    cumulative = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(2, largest + 2)))])
+    weights = 1.0 / discounts(np.arange(1, largest + 1), discount, base)
+    cumulative = np.concatenate([[0.0], np.cumsum(weights)])
     return cumulative[m]
 
 
-def _ndcg(h: Hits) -> np.ndarray:
-    dcg = h.row_sum(1.0 / np.log2(h.positions + 1.0))
-    idcg = _ideal_binary_dcg(np.minimum(h.k, h.n))
+def _ndcg(h: Hits, *, gain: str = "exponential", discount: str = "log2",
+          base: float = 2) -> np.ndarray:
+    # Every grade is 1, so both gains are 1; only the discount changes the value.
+    check_options("ndcg", DCG_OPTIONS, {"gain": gain, "discount": discount, "base": base})
+    dcg = h.row_sum(1.0 / discounts(h.positions, discount, base))
+    idcg = _ideal_binary_dcg(np.minimum(h.k, h.n), discount, base)
     return _where_defined(h, h.n > 0, np.where(h.counts > 0, _ratio(dcg, idcg), 0.0))
 
 
@@ -135,10 +140,13 @@ NDCG = Metric(
     formula="DCG / IDCG, DCG = sum over hits at position i of 1 / log2(i + 1), "
     "IDCG = sum over i = 1..min(k, |truth|) of 1 / log2(i + 1); 0 when the top K has no hit",
     undefined="NULL when truth has no item.",
-    sql="CASE WHEN {n} = 0 THEN NULL WHEN len({pos}) = 0 THEN 0.0 "
+    sql=binary_ndcg_sql(
+    "CASE WHEN {n} = 0 THEN NULL WHEN len({pos}) = 0 THEN 0.0 "
     "ELSE list_sum(list_transform({pos}, lambda p: 1.0 / log2(p + 1))) "
-    "/ list_sum(list_transform(range(1, least({k}, {n}) + 1), lambda i: 1.0 / log2(i + 1))) END",
+    "/ list_sum(list_transform(range(1, least({k}, {n}) + 1), lambda i: 1.0 / log2(i + 1))) END"
+    ),
     kernel=_ndcg,
+    options=DCG_OPTIONS,
     aliases=("ndcg_cut",),
     peers="Same as trec_eval's ndcg_cut_k and ranx's ndcg@k for binary judgments. Hivemall's code "
     "also cuts the ideal DCG at len(rec) (see the hivemall schema).",

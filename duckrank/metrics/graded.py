@@ -1,0 +1,397 @@
+"""Graded-relevance metrics: dcg and ndcg with gain and discount options, err, half_life_utility.
+
+Every metric here reads a row through the graded matching step (``duckrank.matching``, the
+``Grades`` representation): the grades of the top K recommended items in rec order (``{top}``
+in SQL) and the min(k, n) largest positive grades of truth, largest first (``{ideal}``), where n
+is the number of positive grades in truth. duckrank sorts the ideal grades itself; it never
+trusts the caller's order.
+
+Truth is a MAP from item id to grade (a finite number >= 0; 0 means not relevant), or a LIST,
+which means grade 1 for each of its items. The value is NULL when rec, truth or k is NULL and
+when truth holds no positive grade (n = 0): like ndcg, so that avg() over a column of any of
+these metrics averages over the same rows. A NULL, NaN, infinite or negative grade is an error
+naming the item; so is an option outside its domain.
+
+Sources: Järvelin & Kekäläinen's DCG and the half-life utility of Breese et al. as taught in the
+"Rank-Aware Top-N Metrics" slides (shared/seeds/003), the exponential gain of Burges et al. as in
+Hivemall's graded ndcg (shared/seeds/001), Chapelle et al.'s ERR as restated in shared/seeds/002
+and the xCLiMF paper (shared/seeds/004).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable
+from dataclasses import replace
+
+import numpy as np
+
+from duckrank.definitions import Metric, Option
+from duckrank.matching import Grades
+
+GRADED_TRUTH = "MAP(VARCHAR, DOUBLE)"
+
+GAIN = Option(
+    "gain",
+    "exponential",
+    "gain of a grade g: 'exponential' = 2^g - 1 (Burges et al., Hivemall, ranx's ndcg_burges), "
+    "'linear' = g (trec_eval's ndcg_cut, ranx's ndcg, the seed 003 slides). A LIST truth "
+    "(every grade 1) gains 1 either way.",
+    choices=("exponential", "linear"),
+)
+DISCOUNT = Option(
+    "discount",
+    "log2",
+    "discount of rank i: 'log2' = log2(i + 1); 'jarvelin' = Järvelin & Kekäläinen's original, "
+    "1 for i <= base and log_base(i) after.",
+    choices=("log2", "jarvelin"),
+)
+BASE = Option(
+    "base",
+    2,
+    "the base b of the 'jarvelin' discount, a number > 1 (ranks up to b are not discounted); "
+    "any other value than 2 with discount 'log2' is an error.",
+)
+MAX_GRADE = Option(
+    "max_grade",
+    4,
+    "the largest grade the scale allows, a number > 0: 4 as in TREC's gdeval, 5 for 1..5 "
+    "ratings as in the xCLiMF paper. A grade above it is an error.",
+)
+HALF_LIFE = Option(
+    "half_life",
+    5,
+    "the rank alpha whose item has a 50% chance of being viewed, a number > 1.",
+)
+
+DCG_OPTIONS = (GAIN, DISCOUNT, BASE)
+
+# Options that are numbers, and the bound each must exceed.
+_LOWER_BOUNDS = {"base": 1, "max_grade": 0, "half_life": 1}
+
+
+# --- options -------------------------------------------------------------------------------------
+
+def _requirement(option: Option) -> str:
+    if option.choices:
+        return "one of " + ", ".join(f"'{c}'" for c in option.choices)
+    return f"a number > {_LOWER_BOUNDS[option.name]}"
+
+
+def _text(option: str) -> str:
+    return f"{option}::VARCHAR"
+
+
+def _number(option: str) -> str:
+    """The option as a DOUBLE (NULL when it is not a number); used wherever SQL computes with
+    it, so that a wrong type reaches the option check instead of failing to bind."""
+    return f"try_cast({option} AS DOUBLE)"
+
+
+def option_errors_sql(function: str, options: Iterable[Option]) -> list[tuple[str, str]]:
+    """(condition, error) pairs, in order, for option values outside their domain."""
+    checks = []
+    for option in options:
+        if option.choices:
+            allowed = ", ".join(f"'{c}'" for c in option.choices)
+            invalid = f"{_text(option.name)} IS NULL OR {_text(option.name)} NOT IN ({allowed})"
+        else:
+            value = _number(option.name)
+            bound = _LOWER_BOUNDS[option.name]
+            invalid = f"{value} IS NULL OR NOT isfinite({value}) OR {value} <= {bound}"
+        requirement = _requirement(option).replace("'", "''")
+        message = (
+            f"'{function}: {option.name} must be {requirement}, got ' "
+            f"|| coalesce({_text(option.name)}, 'NULL')"
+        )
+        checks.append((invalid, f"error({message})"))
+        if option.name == "base":
+            checks.append((
+                f"{_text('discount')} = 'log2' AND {_number('base')} <> 2",
+                f"error('{function}: base applies to discount := ''jarvelin'' only, got base ' "
+                "|| base::VARCHAR || ' with discount ''log2''')",
+            ))
+    return checks
+
+
+def check_options(function: str, options: Iterable[Option], values: dict) -> None:
+    """The numpy kernels' twin of ``option_errors_sql``: raise ValueError with the same text."""
+    for option in options:
+        value = values[option.name]
+        if option.choices:
+            ok = value in option.choices
+        else:
+            ok = (
+                isinstance(value, numbers.Real)
+                and not isinstance(value, bool)
+                and bool(np.isfinite(value))
+                and value > _LOWER_BOUNDS[option.name]
+            )
+        if not ok:
+            raise ValueError(f"{function}: {option.name} must be {_requirement(option)}, "
+                             f"got {value!r}")
+    if "base" in values and values.get("discount") == "log2" and values["base"] != 2:
+        raise ValueError(f"{function}: base applies to discount := 'jarvelin' only, got base "
+                         f"{values['base']!r} with discount 'log2'")
+
+
+# --- gain, discount and the sums over ranks, in SQL ----------------------------------------------
+# Each helper below returns a SQL expression over the macro's option parameters (gain, discount,
+# base, max_grade, half_life). Record ``sql`` strings pass through str.format, so their literal
+# braces are doubled.
+
+def gain_sql(grade: str) -> str:
+    return f"(CASE WHEN {_text('gain')} = 'linear' THEN {grade} ELSE pow(2, {grade}) - 1 END)"
+
+
+def discount_sql(rank: str) -> str:
+    base = _number("base")
+    return (
+        f"(CASE WHEN {_text('discount')} = 'jarvelin' "
+        f"THEN (CASE WHEN {rank} <= {base} THEN 1.0 ELSE ln({rank}) / ln({base}) END) "
+        f"ELSE log2({rank} + 1) END)"
+    )
+
+
+def dcg_sql(grades: str) -> str:
+    """DCG of a DOUBLE[] of grades in rank order (0 for an empty list)."""
+    return (
+        f"coalesce(list_sum(list_transform({grades}, "
+        f"lambda g, i: {gain_sql('g')} / {discount_sql('i')})), 0.0)"
+    )
+
+
+def _half_life_sum_sql(grades: str) -> str:
+    alpha = _number("half_life")
+    return (
+        f"coalesce(list_sum(list_transform({grades}, "
+        f"lambda g, i: g * pow(2, -(i - 1) / ({alpha} - 1)))), 0.0)"
+    )
+
+
+def _err_sql(grades: str) -> str:
+    """Chapelle et al.'s cascade: the user stops at rank r with probability R_r times the chance
+    of not having stopped before; one left-to-right pass carries (err, chance not stopped)."""
+    satisfied = f"((pow(2, g) - 1) / pow(2, {_number('max_grade')}))"
+    return (
+        f"list_reduce({grades}, lambda acc, g, i: struct_pack("
+        f"err := acc.err + acc.p * {satisfied} / i, p := acc.p * (1 - {satisfied})), "
+        "struct_pack(err := 0.0::DOUBLE, p := 1.0::DOUBLE)).err"
+    )
+
+
+def binary_ndcg_sql(log2_sql: str) -> str:
+    """The binary ndcg record's SQL with the gain/discount/base options: ``log2_sql`` (the tuned
+    default path over hit positions) serves discount 'log2'; 'jarvelin' sums 1 / disc over the
+    same positions. Gain does not matter for grade 1 (2^1 - 1 = 1) but is still checked."""
+    errors = " ".join(f"WHEN {c} THEN {e}" for c, e in option_errors_sql("ndcg", DCG_OPTIONS))
+    jarvelin = (
+        "CASE WHEN {n} = 0 THEN NULL WHEN len({pos}) = 0 THEN 0.0 "
+        f"ELSE list_sum(list_transform({{pos}}, lambda p: 1.0 / {discount_sql('p')})) "
+        f"/ list_sum(list_transform(range(1, least({{k}}, {{n}}) + 1), "
+        f"lambda i: 1.0 / {discount_sql('i')})) END"
+    )
+    log2 = f"{_text('discount')} = 'log2'"
+    return f"CASE {errors} WHEN {log2} THEN ({log2_sql}) ELSE ({jarvelin}) END"
+
+
+# --- the same in numpy ---------------------------------------------------------------------------
+
+def gains(grades: np.ndarray, gain: str) -> np.ndarray:
+    return grades if gain == "linear" else np.power(2.0, grades) - 1
+
+
+def discounts(ranks: np.ndarray, discount: str, base: float) -> np.ndarray:
+    ranks = np.asarray(ranks, dtype=np.float64)
+    if discount == "jarvelin":
+        # log(max(rank, 1)) keeps log(0) warnings away from unused branches of the where.
+        return np.where(ranks <= base, 1.0, np.log(np.maximum(ranks, 1)) / np.log(base))
+    return np.log2(ranks + 1)
+
+
+def _dcg_rows(g: Grades, values: np.ndarray, offsets: np.ndarray, gain: str, discount: str,
+              base: float) -> np.ndarray:
+    terms = gains(values, gain) / discounts(Grades.ranks(offsets), discount, base)
+    return g.row_sum(terms, offsets)
+
+
+def _defined(g: Grades, values: np.ndarray) -> np.ndarray:
+    return np.where(g.valid & (g.n > 0), values, np.nan)
+
+
+def _safe(denominator: np.ndarray) -> np.ndarray:
+    return np.where(denominator == 0, 1, denominator)
+
+
+def _ndcg(g: Grades, *, gain: str = "exponential", discount: str = "log2",
+          base: float = 2) -> np.ndarray:
+    check_options("ndcg", DCG_OPTIONS, {"gain": gain, "discount": discount, "base": base})
+    dcg = _dcg_rows(g, g.top, g.top_offsets, gain, discount, base)
+    ideal = _dcg_rows(g, g.ideal, g.ideal_offsets, gain, discount, base)
+    return _defined(g, dcg / _safe(ideal))
+
+
+def _dcg(g: Grades, *, gain: str = "exponential", discount: str = "log2",
+         base: float = 2) -> np.ndarray:
+    check_options("dcg", DCG_OPTIONS, {"gain": gain, "discount": discount, "base": base})
+    return _defined(g, _dcg_rows(g, g.top, g.top_offsets, gain, discount, base))
+
+
+def _err(g: Grades, *, max_grade: float = 4) -> np.ndarray:
+    check_options("err", (MAX_GRADE,), {"max_grade": max_grade})
+    defined = g.valid & (g.n > 0)
+    top_grade = np.zeros(len(g.K))
+    has_ideal = np.diff(g.ideal_offsets) > 0
+    top_grade[has_ideal] = g.ideal[g.ideal_offsets[:-1][has_ideal]]
+    too_high = defined & (top_grade > max_grade)
+    if too_high.any():
+        raise ValueError(_err_too_high(top_grade[too_high][0], max_grade))
+    satisfied = (np.power(2.0, g.top) - 1) / np.power(2.0, max_grade)
+    # Rows side by side in a padded matrix (padding never stops the user), so that the chance of
+    # reaching each rank is an exact running product along the row, as in the SQL.
+    counts = np.diff(g.top_offsets)
+    rows = np.repeat(np.arange(len(g.K)), counts)
+    columns = Grades.ranks(g.top_offsets) - 1
+    stop = np.zeros((len(g.K), int(counts.max()) if len(counts) else 0))
+    stop[rows, columns] = satisfied
+    reach = np.cumprod(np.hstack([np.ones((len(g.K), 1)), 1 - stop[:, :-1]]), axis=1)
+    terms = reach[rows, columns] * satisfied / (columns + 1)
+    return _defined(g, g.row_sum(terms, g.top_offsets))
+
+
+def _err_too_high(grade: float, max_grade: float) -> str:
+    return (f"err: truth has grade {float(grade)} above max_grade {max_grade}; raise max_grade "
+            "(max_grade := 5 for 1..5 ratings)")
+
+
+def _half_life_rows(g: Grades, values: np.ndarray, offsets: np.ndarray,
+                    half_life: float) -> np.ndarray:
+    weights = np.power(2.0, -(Grades.ranks(offsets) - 1) / (half_life - 1))
+    return g.row_sum(values * weights, offsets)
+
+
+def _half_life_utility(g: Grades, *, half_life: float = 5) -> np.ndarray:
+    check_options("half_life_utility", (HALF_LIFE,), {"half_life": half_life})
+    utility = _half_life_rows(g, g.top, g.top_offsets, half_life)
+    ideal = _half_life_rows(g, g.ideal, g.ideal_offsets, half_life)
+    return _defined(g, utility / _safe(ideal))
+
+
+# --- records -------------------------------------------------------------------------------------
+
+_NO_RELEVANT = "NULL when truth has no positive grade."
+_NO_RELEVANT_EMPTY = _NO_RELEVANT + " 0 when the top K is empty (empty rec)."
+_GAIN_AND_DISCOUNT = "gain(g) = 2^g - 1 (or g), disc(i) = log2(i + 1) (or Järvelin's)"
+
+NDCG_GRADED = Metric(
+    name="ndcg",
+    summary="Normalised discounted cumulative gain with graded relevance (truth: item -> grade).",
+    formula="DCG / IDCG, DCG = sum over ranks i <= K of gain(g_i) / disc(i), g_i the grade of "
+    "the item at rank i (0 when it has none); IDCG = the same sum over the min(k, n) largest "
+    f"grades of truth, sorted by duckrank; {_GAIN_AND_DISCOUNT}",
+    undefined=_NO_RELEVANT_EMPTY,
+    sql=f"CASE WHEN {{n}} = 0 THEN NULL WHEN {{K}} = 0 THEN 0.0 "
+    f"ELSE {dcg_sql('{top}')} / {dcg_sql('{ideal}')} END",
+    kernel=_ndcg,
+    inputs="grades",
+    truth_type=GRADED_TRUTH,
+    options=DCG_OPTIONS,
+    peers="gain 'exponential': ranx's ndcg_burges, Hivemall's graded ndcg (which cuts the ideal "
+    "list at k but takes it unsorted from the caller), scikit-learn's ndcg_score on 2^g - 1. "
+    "gain 'linear': trec_eval's ndcg_cut, ranx's ndcg, ir-measures' nDCG@k, scikit-learn's "
+    "ndcg_score (which also breaks score ties by averaging). None of them offers the "
+    "'jarvelin' discount.",
+    source="shared/seeds/001 (Hivemall, exponential gain), shared/seeds/003 (disc, 9.5 / 10.9)",
+)
+
+DCG = Metric(
+    name="dcg",
+    summary="Discounted cumulative gain (unnormalised) of the top K with graded relevance.",
+    formula="sum over ranks i <= K of gain(g_i) / disc(i), g_i the grade of the item at rank i "
+    f"(1 for a hit when truth is a LIST); {_GAIN_AND_DISCOUNT}",
+    undefined=_NO_RELEVANT + " (0 is a possible value: a top K without any relevant item.)",
+    sql=f"CASE WHEN {{n}} = 0 THEN NULL ELSE {dcg_sql('{top}')} END",
+    kernel=_dcg,
+    inputs="grades",
+    options=DCG_OPTIONS,
+    peers="ranx's dcg (linear gain) and dcg_burges (exponential) report 0 rather than dropping "
+    "rows without relevant items.",
+    source="shared/seeds/003 (DCG(O, u) = 9.5 with the 'jarvelin' discount and linear gain)",
+)
+
+ERR = Metric(
+    name="err",
+    summary="Expected reciprocal rank (Chapelle et al.): the expected 1/rank at which a user "
+    "scanning down the list stops, satisfied.",
+    formula="sum over r <= K of (1 / r) R_r prod_{i < r} (1 - R_i), "
+    "R = (2^g - 1) / 2^max_grade",
+    undefined=_NO_RELEVANT,
+    sql=(
+        "CASE WHEN {n} = 0 THEN NULL "
+        f"WHEN {{ideal}}[1] > {_number('max_grade')} THEN error('err: truth has grade ' "
+        "|| {ideal}[1]::VARCHAR || ' above max_grade ' || max_grade::VARCHAR "
+        "|| '; raise max_grade (max_grade := 5 for 1..5 ratings)') "
+        f"ELSE {_err_sql('{top}')} END"
+    ),
+    kernel=_err,
+    inputs="grades",
+    options=(MAX_GRADE,),
+    aliases=("expected_reciprocal_rank",),
+    peers="ir-measures' ERR@k (TREC's gdeval, grades 0..4: the same as max_grade := 4). ranx and "
+    "trec_eval have no ERR. The xCLiMF paper (seed 004) uses max_grade 5 for 1..5 ratings.",
+    source="shared/seeds/002 and shared/seeds/004 (eq. 1 and 2)",
+)
+
+HALF_LIFE_UTILITY = Metric(
+    name="half_life_utility",
+    summary="Breese et al.'s half-life utility: grades discounted exponentially by rank, "
+    "normalised by the ideal ordering.",
+    formula="sum over ranks i <= K of g_i 2^(-(i - 1) / (half_life - 1)), divided by the same "
+    "sum over the min(k, n) largest grades of truth",
+    undefined=_NO_RELEVANT_EMPTY,
+    sql=f"CASE WHEN {{n}} = 0 THEN NULL WHEN {{K}} = 0 THEN 0.0 "
+    f"ELSE {_half_life_sum_sql('{top}')} / {_half_life_sum_sql('{ideal}')} END",
+    kernel=_half_life_utility,
+    inputs="grades",
+    options=(HALF_LIFE,),
+    aliases=("hlu",),
+    peers="No installed peer tool. Breese et al. subtract a neutral vote d from each rating, "
+    "max(v - d, 0); here d = 0 (grades are already >= 0): pass v - d as the grade to get theirs.",
+    source="shared/seeds/003 (half-life discount 2^(-(k(i) - 1) / (alpha - 1)))",
+)
+
+NDCG_GRADES = Metric(
+    name="ndcg_grades",
+    summary="Graded ndcg from grades alone, Hivemall's graded form: rec lists the true grade of "
+    "each recommended item in rec order (structs whose first field is the grade, as "
+    "to_ordered_list(struct(relscore, itemid), score, '-reverse') makes), truth lists the "
+    "grades of the relevant items.",
+    formula="DCG / IDCG, DCG = sum over ranks i <= K of gain(g_i) / disc(i), g_i the first "
+    "field of rec[i]; IDCG = the same sum over the min(k, n) largest grades in truth, sorted by "
+    f"duckrank; {_GAIN_AND_DISCOUNT}",
+    undefined=_NO_RELEVANT_EMPTY,
+    sql=NDCG_GRADED.sql,
+    kernel=_ndcg,
+    inputs="grade_lists",
+    options=DCG_OPTIONS,
+    peers="Hivemall's ndcg(rec_structs, truth_grades, k) gives the same value when truth is "
+    "sorted largest first; Hivemall trusts the caller's order, returns NaN or Infinity instead "
+    "of NULL, and accepts negative grades (see the hivemall schema).",
+    source="shared/seeds/001 (dummy_recrel: 0.8128912838590544 at k = 2, 0.9187707805346093 "
+    "at k = 3)",
+)
+
+
+def _with_graded_truth(metric: Metric) -> Metric:
+    """The MAP-truth overload of a metric whose LIST overload is ``metric``."""
+    return replace(metric, truth_type=GRADED_TRUTH)
+
+
+# ndcg's LIST overload is the binary record (duckrank.metrics.binary), whose fast path serves
+# grade 1 for every item; dcg, err and half_life_utility have one record per truth kind.
+METRICS = (
+    NDCG_GRADED,
+    *(overload for metric in (DCG, ERR, HALF_LIFE_UTILITY)
+      for overload in (metric, _with_graded_truth(metric))),
+    NDCG_GRADES,
+)
