@@ -43,32 +43,83 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.functions import ArrowUDFType
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import DataType, _parse_datatype_string
 
 from duckrank.definitions import Metric
-from duckrank.matching import match_hits
+from duckrank.matching import Hits, match_grade_lists, match_grades, match_hits
 from duckrank.metrics import METRICS
+
+
+def _is_list(data_type: pa.DataType) -> bool:
+    return pa.types.is_list(data_type) or pa.types.is_large_list(data_type)
+
+
+def _lists(rec: pa.DataType, truth: pa.DataType) -> bool:
+    return _is_list(rec) and _is_list(truth)
+
+
+def _list_and_list_or_map(rec: pa.DataType, truth: pa.DataType) -> bool:
+    return _is_list(rec) and (_is_list(truth) or pa.types.is_map(truth))
+
+
+def _structs_and_numbers(rec: pa.DataType, truth: pa.DataType) -> bool:
+    """Hivemall's graded form: rec holds structs whose first field is the grade (as in DuckDB,
+    where a plain id list must not be read as grades), truth holds grades."""
+    return (
+        _lists(rec, truth)
+        and pa.types.is_struct(rec.value_type)
+        and rec.value_type.num_fields > 0
+        and _is_number(rec.value_type.field(0).type)
+        and _is_number(truth.value_type)
+    )
+
+
+def _is_number(data_type: pa.DataType) -> bool:
+    return pa.types.is_integer(data_type) or pa.types.is_floating(data_type) or pa.types.is_decimal(
+        data_type
+    )
 
 
 @dataclass(frozen=True)
 class InputKind:
     """How the records of one ``inputs`` kind are called from Spark.
 
-    ``match(rec, truth, cut)`` is the kind's numpy matching step over Arrow arrays (``cut``: the
-    per-row cut-off as float64, NaN for a NULL k); its result is what the records' ``kernel``
-    takes. ``arguments`` is the Spark SQL signature shown in errors and docs (Spark's Python UDFs
-    take any column type; the matching step checks the types).
+    ``match(rec, truth, cut, function)`` is the kind's numpy matching step over Arrow arrays
+    (``cut``: the per-row cut-off as float64, NaN for a NULL k; ``function``: the SQL name, for
+    its errors); its result is what the records' ``kernel`` takes. ``accepts(rec_type,
+    truth_type)`` says which Arrow types the kind reads, and ``arguments`` is its SQL signature,
+    for errors and docs.
     """
 
-    match: Callable[[pa.Array, pa.Array, np.ndarray], Any]
+    match: Callable[[pa.Array, pa.Array, np.ndarray, str], Any]
+    accepts: Callable[[pa.DataType, pa.DataType], bool]
     arguments: str
 
 
+def _match_hits(rec: pa.Array, truth: pa.Array, cut: np.ndarray, function: str) -> Hits:
+    return match_hits(rec, truth, cut)
+
+
 INPUT_KINDS: dict[str, InputKind] = {
-    "hits": InputKind(match_hits, "rec ARRAY<T>, truth ARRAY<T> [, k]"),
+    "hits": InputKind(_match_hits, _lists, "rec ARRAY<T>, truth ARRAY<T>"),
+    "grades": InputKind(
+        match_grades, _list_and_list_or_map, "rec ARRAY<T>, truth ARRAY<T> | MAP<T, grade>"
+    ),
+    "grade_lists": InputKind(
+        match_grade_lists, _structs_and_numbers, "rec ARRAY<STRUCT<grade, ...>>, truth ARRAY<grade>"
+    ),
 }
+
+
+def _applies(metric: Metric, rec: pa.DataType, truth: pa.DataType) -> bool:
+    """Whether ``metric`` is the overload for these Arrow types. Spark has no overloading and
+    its Python UDFs take any column type, so the records sharing a name are told apart here, as
+    DuckDB's macro overloads are by the record's ``truth_type`` (a MAP type or a LIST)."""
+    wants_map = metric.truth_type.upper().startswith("MAP")
+    return INPUT_KINDS[metric.inputs].accepts(rec, truth) and (
+        pa.types.is_map(truth) == wants_map
+    )
 
 
 # --- cut-off -------------------------------------------------------------------------------------
@@ -119,63 +170,76 @@ def _constant_option(function: str, name: str, values: pa.Array | None, default:
     return distinct[0].as_py()
 
 
-def evaluate_batch(
-    metric: Metric,
-    rec: pa.Array,
-    truth: pa.Array,
-    k: pa.Array | None = None,
-    **options: pa.Array | None,
-) -> pa.Array:
-    """One metric over one Arrow batch, as the Spark UDF computes it: DOUBLE, NULL where the
-    kernel gives NaN."""
-    kind = INPUT_KINDS[metric.inputs]
-    rec_lengths = pc.fill_null(pc.list_value_length(rec), 0).to_numpy(zero_copy_only=False)
-    matched = kind.match(rec, truth, cutoff(metric.name, k, rec_lengths))
-    settings = {
-        o.name: _constant_option(metric.name, o.name, options.get(o.name), o.default)
-        for o in metric.options
-    }
-    values = np.asarray(metric.kernel(matched, **settings), dtype=np.float64)
-    return pa.array(values, type=pa.float64(), mask=np.isnan(values))
+@dataclass(frozen=True)
+class SparkFunction:
+    """One Spark SQL function: the records sharing a ``name``, in ``METRICS`` order."""
+
+    name: str
+    overloads: tuple[Metric, ...]
+
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(o.name for m in self.overloads for o in m.options))
+
+    def overload_for(self, rec: pa.DataType, truth: pa.DataType) -> Metric:
+        for metric in self.overloads:
+            if _applies(metric, rec, truth):
+                return metric
+        forms = "; ".join(
+            f"{self.name}({INPUT_KINDS[m.inputs].arguments} [, k])" for m in self.overloads
+        )
+        raise TypeError(f"{self.name}: no form takes rec {rec} and truth {truth}; forms: {forms}")
+
+    def evaluate(
+        self, rec: pa.Array, truth: pa.Array, k: pa.Array | None = None, **options: pa.Array | None
+    ) -> pa.Array:
+        """The function over one Arrow batch, as the Spark UDF computes it: DOUBLE, NULL where
+        the kernel gives NaN."""
+        metric = self.overload_for(rec.type, truth.type)
+        known = {o.name: o for o in metric.options}
+        for name, values in options.items():
+            if values is not None and name not in known:
+                raise ValueError(
+                    f"{self.name}: option {name} does not apply to the form "
+                    f"{self.name}({INPUT_KINDS[metric.inputs].arguments})"
+                )
+        settings = {
+            name: _constant_option(self.name, name, options.get(name), option.default)
+            for name, option in known.items()
+        }
+        rec_lengths = pc.fill_null(pc.list_value_length(rec), 0).to_numpy(zero_copy_only=False)
+        cut = cutoff(self.name, k, rec_lengths)
+        matched = INPUT_KINDS[metric.inputs].match(rec, truth, cut, self.name)
+        values = np.asarray(metric.kernel(matched, **settings), dtype=np.float64)
+        return pa.array(values, type=pa.float64(), mask=np.isnan(values))
+
+    def batch_function(self) -> Callable[..., pa.Array]:
+        """``evaluate`` with the SQL signature (rec, truth, k=None, option=None, ...): Spark reads
+        the parameters to accept positional and named arguments and to let the optional ones be
+        left out."""
+
+        def evaluate(*args: pa.Array, **kwargs: pa.Array) -> pa.Array:
+            return self.evaluate(*args, **kwargs)
+
+        parameter = inspect.Parameter
+        names = [("rec", parameter.empty), ("truth", parameter.empty), ("k", None)]
+        names += [(name, None) for name in self.option_names]
+        evaluate.__name__ = self.name
+        evaluate.__signature__ = inspect.Signature(
+            [parameter(n, parameter.POSITIONAL_OR_KEYWORD, default=d, annotation=pa.Array)
+             for n, d in names],
+            return_annotation=pa.Array,
+        )
+        return evaluate
 
 
-def _signature(metric: Metric) -> inspect.Signature:
-    """(rec, truth, k=None, option=None, ...): Spark reads the parameters to accept positional
-    and named arguments and to let the optional ones be left out."""
-    required = inspect.Parameter.empty
-    names = [("rec", required), ("truth", required), ("k", None)]
-    names += [(o.name, None) for o in metric.options]
-    return inspect.Signature(
-        [
-            inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d,
-                              annotation=pa.Array)
-            for n, d in names
-        ],
-        return_annotation=pa.Array,
-    )
-
-
-def batch_function(metric: Metric) -> Callable[..., pa.Array]:
-    """``evaluate_batch`` bound to one record, with the record's SQL signature."""
-
-    def evaluate(rec: pa.Array, truth: pa.Array, k: pa.Array | None = None,
-                 **options: pa.Array | None) -> pa.Array:
-        return evaluate_batch(metric, rec, truth, k, **options)
-
-    evaluate.__name__ = metric.name
-    evaluate.__signature__ = _signature(metric)
-    return evaluate
-
-
-def spark_metrics() -> list[Metric]:
-    """The records ``register`` turns into Spark functions: one per name (Spark has no
-    overloading; records sharing a name differ only in the truth type, which the matching step
-    reads from the Arrow data)."""
-    by_name: dict[str, Metric] = {}
+def spark_functions() -> dict[str, SparkFunction]:
+    """The Spark SQL functions ``register`` creates, by name."""
+    by_name: dict[str, list[Metric]] = {}
     for metric in METRICS:
         if metric.kernel is not None and metric.inputs in INPUT_KINDS:
-            by_name.setdefault(metric.name, metric)
-    return list(by_name.values())
+            by_name.setdefault(metric.name, []).append(metric)
+    return {name: SparkFunction(name, tuple(records)) for name, records in by_name.items()}
 
 
 def unsupported_metrics() -> list[Metric]:
@@ -309,14 +373,13 @@ def register(spark: SparkSession, *, ordered_list_type: str = "bigint") -> list[
     needs no such choice.
     """
     names = []
-    for metric in spark_metrics():
-        udf = F.arrow_udf(batch_function(metric), "double", ArrowUDFType.SCALAR)
-        spark.udf.register(metric.name, udf)
-        names.append(metric.name)
+    for name, function in spark_functions().items():
+        udf = F.arrow_udf(function.batch_function(), "double")
+        spark.udf.register(name, udf)
+        names.append(name)
     element: DataType = _parse_datatype_string(ordered_list_type)
     aggregate = F.arrow_udf(
-        _ordered_list_aggregate(to_arrow_type(element)), f"array<{ordered_list_type}>",
-        ArrowUDFType.GROUPED_AGG,
+        _ordered_list_aggregate(to_arrow_type(element)), f"array<{ordered_list_type}>"
     )
     spark.udf.register("to_ordered_list", aggregate)
     names.append("to_ordered_list")

@@ -1,0 +1,359 @@
+"""duckrank.spark on a real local Spark session: the same numbers as DuckDB's macros.
+
+The independent source for every metric value here is DuckDB running duckrank's SQL macros (native
+list functions, a different implementation of each definition than the numpy kernels Spark runs),
+plus the Hivemall guide's worked example (shared/seeds/001) for the end-to-end query. For
+to_ordered_list, DuckDB's to_ordered_list macro is the reference.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+pytest.importorskip("pyspark", reason="pip install duckrank[spark]")
+
+from pyspark.errors import PySparkException  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+
+import duckrank  # noqa: E402
+from duckrank import spark as duckrank_spark  # noqa: E402
+from duckrank.definitions import Option  # noqa: E402
+
+USERS = 10_000
+ITEMS = 40  # few distinct ids, so that lists have hits and duplicates
+
+
+@pytest.fixture(scope="module")
+def spark():
+    # Workers must run this interpreter (the venv with duckrank, numpy and pyarrow).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("duckrank-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "1g")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("OFF")
+    duckrank_spark.register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def con():
+    return duckrank.connect()
+
+
+def _offsets(rng: np.random.Generator, rows: int, max_len: int) -> np.ndarray:
+    """Offsets of lists of 0..max_len elements (so empty lists occur)."""
+    return np.concatenate([[0], np.cumsum(rng.integers(0, max_len + 1, rows))]).astype(np.int32)
+
+
+def _null_rows(rng: np.random.Generator, rows: int) -> pa.Array:
+    return pa.array(rng.random(rows) < 0.02)
+
+
+def _id_lists(rng: np.random.Generator, rows: int, max_len: int) -> pa.ListArray:
+    """Ids drawn with replacement (so duplicates occur), about 1% NULL elements, 2% NULL lists."""
+    offsets = _offsets(rng, rows, max_len)
+    ids = pa.array(rng.integers(0, ITEMS, offsets[-1]), pa.int64(),
+                   mask=rng.random(offsets[-1]) < 0.01)
+    return pa.ListArray.from_arrays(pa.array(offsets), ids, mask=_null_rows(rng, rows))
+
+
+def _grade_maps(rng: np.random.Generator, rows: int, max_len: int) -> pa.MapArray:
+    """Graded truth: up to max_len distinct ids per row, grades 0..4 (0 = not relevant)."""
+    offsets = _offsets(rng, rows, max_len)
+    lengths = np.diff(offsets)
+    distinct = rng.random((rows, ITEMS)).argsort(axis=1)[:, :max_len]
+    ids = distinct[np.arange(max_len) < lengths[:, None]]
+    grades = rng.integers(0, 5, offsets[-1]).astype(np.float64)
+    return pa.MapArray.from_arrays(pa.array(offsets), pa.array(ids, pa.int64()),
+                                   pa.array(grades), mask=_null_rows(rng, rows))
+
+
+def _grade_lists(rng: np.random.Generator, rows: int, max_len: int, structs: bool) -> pa.ListArray:
+    """Hivemall's graded form: grades 0..4, as structs (relscore, itemid) for rec."""
+    offsets = _offsets(rng, rows, max_len)
+    grades = pa.array(rng.integers(0, 5, offsets[-1]).astype(np.float64))
+    if structs:
+        ids = pa.array(rng.integers(0, ITEMS, offsets[-1]), pa.int64())
+        grades = pa.StructArray.from_arrays([grades, ids], ["relscore", "itemid"])
+    return pa.ListArray.from_arrays(pa.array(offsets), grades, mask=_null_rows(rng, rows))
+
+
+def _as_text(lists: pa.Array) -> pa.Array:
+    if pa.types.is_map(lists.type):
+        return lists.cast(pa.map_(pa.string(), pa.float64()))
+    return lists.cast(pa.list_(pa.string()))
+
+
+@pytest.fixture(scope="module")
+def eval_tables() -> dict[str, pa.Table]:
+    """Random evaluation tables of USERS rows, one per shape of (rec, truth) that duckrank's
+    functions read; the id tables come with BIGINT and with STRING ids (the same ids)."""
+    rng = np.random.default_rng(20260521)
+    uid = pa.array(np.arange(USERS), pa.int64())
+    # k: NULL for some rows; up to 20, beyond many lists' length.
+    k = pa.array(rng.integers(1, 21, USERS), pa.int64(), mask=rng.random(USERS) < 0.05)
+    rec = _id_lists(rng, USERS, 15)
+    shapes = {
+        "ids": (rec, _id_lists(rng, USERS, 6)),
+        "graded ids": (rec, _grade_maps(rng, USERS, 6)),
+    }
+    tables = {}
+    for shape, (rec_ids, truth) in shapes.items():
+        tables[f"{shape} bigint"] = pa.table({"uid": uid, "rec": rec_ids, "truth": truth, "k": k})
+        tables[f"{shape} string"] = pa.table(
+            {"uid": uid, "rec": _as_text(rec_ids), "truth": _as_text(truth), "k": k}
+        )
+    tables["grade lists"] = pa.table({
+        "uid": uid, "rec": _grade_lists(rng, USERS, 15, structs=True),
+        "truth": _grade_lists(rng, USERS, 6, structs=False), "k": k,
+    })
+    return tables
+
+
+def _functions_for(table: pa.Table) -> list[duckrank_spark.SparkFunction]:
+    """The functions with a form that reads this table's (rec, truth) types."""
+    found = []
+    for function in duckrank_spark.spark_functions().values():
+        try:
+            function.overload_for(table["rec"].type, table["truth"].type)
+        except TypeError:
+            continue
+        found.append(function)
+    return found
+
+
+def _other_value(option: Option) -> str:
+    """A non-default value of an option, as a SQL literal."""
+    if option.choices:
+        return "'" + next(c for c in option.choices if c != option.default) + "'"
+    return repr(option.default + 1)
+
+
+def _calls(function: duckrank_spark.SparkFunction, table: pa.Table, named: str) -> dict[str, str]:
+    """The forms each function is called in: per-row k, k omitted, constant k, and non-default
+    options (``named`` is the engine's named-argument arrow: ':=' in DuckDB, '=>' in Spark)."""
+    metric = function.overload_for(table["rec"].type, table["truth"].type)
+    name = function.name
+    calls = {"k": f"{name}(rec, truth, k)", "omitted": f"{name}(rec, truth)",
+             "fixed": f"{name}(rec, truth, 5)"}
+    if metric.options:
+        options = ", ".join(f"{o.name} {named} {_other_value(o)}" for o in metric.options)
+        calls["options"] = f"{name}(rec, truth, k, {options})"
+    return calls
+
+
+def _select(table: pa.Table, named: str) -> str:
+    columns = ", ".join(
+        f"{call} AS {function.name}__{form}"
+        for function in _functions_for(table)
+        for form, call in _calls(function, table, named).items()
+    )
+    return f"SELECT uid, {columns} FROM eval_spark_test ORDER BY uid"
+
+
+def test_every_metric_has_a_spark_function():
+    # Every main-schema record whose inputs kind is wired into duckrank.spark gets a function.
+    assert duckrank_spark.unsupported_metrics() == []
+    assert set(duckrank_spark.spark_functions()) == {m.name for m in duckrank.metrics.METRICS}
+
+
+def test_every_function_is_compared(eval_tables):
+    compared = {f.name for table in eval_tables.values() for f in _functions_for(table)}
+    assert compared == set(duckrank_spark.spark_functions())
+
+
+@pytest.mark.parametrize("shape", ["ids bigint", "ids string", "graded ids bigint",
+                                   "graded ids string", "grade lists"])
+def test_spark_matches_duckdb_for_every_metric(spark, con, eval_tables, shape):
+    table = eval_tables[shape]
+    con.register("eval_spark_test", table)
+    expected = con.sql(_select(table, ":=")).arrow()
+    if isinstance(expected, pa.RecordBatchReader):
+        expected = expected.read_all()
+    spark.createDataFrame(table).createOrReplaceTempView("eval_spark_test")
+    got = spark.sql(_select(table, "=>")).toArrow()
+
+    assert got.num_rows == USERS
+    assert got["uid"].to_pylist() == expected["uid"].to_pylist()
+    assert got.column_names == expected.column_names
+    for column in expected.column_names[1:]:
+        want, have = (t[column].combine_chunks().cast(pa.float64()) for t in (expected, got))
+        assert have.is_null().equals(want.is_null()), column
+        np.testing.assert_allclose(
+            pc.fill_null(have, 0.0).to_numpy(), pc.fill_null(want, 0.0).to_numpy(),
+            rtol=1e-12, atol=1e-15, err_msg=column,
+        )
+        # The table must exercise both defined values and NULLs.
+        assert 0 < want.null_count < USERS, column
+
+
+def test_hivemall_guide_example(spark):
+    # shared/seeds/001: rec = [1, 3, 2, 6] (built by to_ordered_list(itemid, score, '-reverse')),
+    # truth = [1, 2, 4]; the guide's table for top-4 (max_k) and top-2.
+    spark.createDataFrame(
+        [(u, i, s) for u in (1, 2, 3) for i, s in ((1, 10.0), (3, 8.0), (2, 6.0), (6, 2.0))],
+        "userid bigint, itemid bigint, score double",
+    ).createOrReplaceTempView("dummy_rec")
+    spark.createDataFrame(
+        [(u, i) for u in (1, 2, 3) for i in (1, 2, 4)], "userid bigint, itemid bigint"
+    ).createOrReplaceTempView("dummy_truth")
+    row = spark.sql(
+        """
+        WITH truth AS (
+          SELECT userid, collect_set(itemid) AS truth FROM dummy_truth GROUP BY userid
+        ), rec AS (
+          SELECT userid, to_ordered_list(itemid, score, '-reverse') AS rec
+          FROM dummy_rec GROUP BY userid
+        ), ev AS (
+          SELECT rec, truth, size(rec) AS max_k FROM rec JOIN truth USING (userid)
+        )
+        SELECT avg(recall_at(rec, truth, max_k)), avg(recall_at(rec, truth, 2)),
+               avg(precision_at(rec, truth, max_k)), avg(precision_at(rec, truth, 2)),
+               avg(average_precision(rec, truth, max_k)), avg(average_precision(rec, truth, 2)),
+               avg(auc(rec, truth, max_k)), avg(auc(rec, truth, 2)),
+               avg(mrr(rec, truth, max_k)), avg(mrr(rec, truth, 2)),
+               avg(ndcg(rec, truth, max_k)), avg(ndcg(rec, truth, 2)),
+               first(rec)
+        FROM ev
+        """
+    ).collect()[0]
+    assert row[-1] == [1, 3, 2, 6]
+    guide = [
+        0.6666666666666666, 0.3333333333333333,  # Recall
+        0.5, 0.5,  # Precision
+        0.5555555555555555, 0.3333333333333333,  # MAP
+        0.75, 1.0,  # AUC
+        1.0, 1.0,  # MRR
+        0.7039180890341349, 0.6131471927654585,  # NDCG
+    ]
+    assert list(row[:-1]) == pytest.approx(guide, rel=1e-15)
+
+
+def test_k_forms(spark):
+    # rec = [1, 2, 3], truth = [2]: precision = 1/3 over all, 1/2 at k = 2 (hand calculation).
+    row = spark.sql(
+        "SELECT precision_at(array(1L, 2L, 3L), array(2L)),"
+        " precision_at(array(1L, 2L, 3L), array(2L), 'all'),"
+        " precision_at(array(1L, 2L, 3L), array(2L), k => 2),"
+        " precision_at(array(1L, 2L, 3L), array(2L), '2'),"
+        " precision_at(array(1L, 2L, 3L), array(2L), CAST(NULL AS INT)),"
+        " precision_at(array(1L, 2L, 3L), array(2L), NULL),"
+        " precision_at(CAST(NULL AS ARRAY<BIGINT>), array(2L), 2)"
+    ).collect()[0]
+    assert list(row) == [pytest.approx(1 / 3), pytest.approx(1 / 3), 0.5, 0.5, None, None, None]
+
+
+@pytest.mark.parametrize("k", ["0", "-1", "2.5", "'ten'"])
+def test_bad_k_is_an_error_naming_function_and_value(spark, k):
+    with pytest.raises(PySparkException) as error:
+        spark.sql(f"SELECT ndcg(array(1L, 2L), array(2L), {k})").collect()
+    value = k.strip("'")
+    assert f"ndcg: k must be a positive integer or 'all', got {value}" in str(error.value)
+
+
+def test_mixed_id_kinds_are_an_error(spark):
+    with pytest.raises(PySparkException, match="ids must be of one kind"):
+        spark.sql("SELECT ndcg(array(1L, 2L), array('2'))").collect()
+
+
+# --- to_ordered_list ----------------------------------------------------------------------------
+
+OPTIONS = [None, "-reverse", "-k 3", "-k -3", "-k 3 -reverse", "-k -2 -reverse_order", "-dedup",
+           "-reverse -dedup -k 4", "-k 100"]
+
+
+@pytest.fixture(scope="module")
+def long_table(spark, con) -> pa.Table:
+    """300 groups of 0..12 (item, score) rows with many tied scores, repeated pairs and NULLs."""
+    rng = np.random.default_rng(7)
+    rows = 2_000
+    table = pa.table({
+        "uid": pa.array(rng.integers(0, 300, rows), pa.int64()),
+        "item": pa.array(rng.integers(0, 8, rows), pa.int64(), mask=rng.random(rows) < 0.05),
+        "score": pa.array(rng.integers(0, 4, rows) / 2, pa.float64(),
+                          mask=rng.random(rows) < 0.05),
+    })
+    con.register("long_spark_test", table)
+    spark.createDataFrame(table).createOrReplaceTempView("long_spark_test")
+    return table
+
+
+def _arguments(value: str, key: str | None, options: str | None) -> str:
+    return ", ".join([value, *([key] if key else []), *([f"'{options}'"] if options else [])])
+
+
+def _duckdb_lists(con, value: str, key: str | None, options: str | None) -> dict:
+    sql = f"SELECT uid, to_ordered_list({_arguments(value, key, options)}) FROM long_spark_test"
+    return dict(con.sql(sql + " GROUP BY uid").fetchall())
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+@pytest.mark.parametrize("key", ["score", None])
+def test_to_ordered_list_matches_duckdb(spark, con, long_table, key, options):
+    expected = _duckdb_lists(con, "item", key, options)
+    native = duckrank_spark.to_ordered_list_sql("item", key, options)
+    for expression in (native, f"to_ordered_list({_arguments('item', key, options)})"):
+        got = dict(spark.sql(
+            f"SELECT uid, {expression} FROM long_spark_test GROUP BY uid"
+        ).collect())
+        assert got == expected, expression
+
+
+def test_to_ordered_list_dataframe_form(spark, long_table, con):
+    df = spark.table("long_spark_test")
+    got = dict(
+        df.groupBy("uid").agg(duckrank_spark.to_ordered_list("item", "score", "-reverse")).collect()
+    )
+    assert got == _duckdb_lists(con, "item", "score", "-reverse")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ("-k 0", "to_ordered_list: option -k needs a non-zero integer, got '0'"),
+        ("-top", "to_ordered_list: unknown option '-top'"),
+        ("-kv_map", "to_ordered_list: option -kv_map returns a MAP"),
+    ],
+)
+def test_to_ordered_list_bad_options(spark, long_table, options, message):
+    with pytest.raises(ValueError, match=message):
+        duckrank_spark.to_ordered_list_sql("item", "score", options)
+    with pytest.raises(PySparkException, match=message):
+        spark.sql(
+            f"SELECT to_ordered_list(item, score, '{options}') FROM long_spark_test GROUP BY uid"
+        ).collect()
+
+
+def test_string_ordered_list_needs_its_type(spark, long_table):
+    # The SQL aggregate's element type is fixed at registration (Spark UDFs have one return type).
+    spark.sql("SELECT uid, CAST(item AS STRING) AS item, score FROM long_spark_test") \
+        .createOrReplaceTempView("long_string_test")
+    duckrank_spark.register(spark, ordered_list_type="string")
+    try:
+        got = spark.sql(
+            "SELECT to_ordered_list(item, score, '-k 2') FROM long_string_test WHERE uid = 1"
+        ).collect()[0][0]
+        native = spark.sql(
+            f"SELECT {duckrank_spark.to_ordered_list_sql('item', 'score', '-k 2')} "
+            "FROM long_string_test WHERE uid = 1"
+        ).collect()[0][0]
+        assert got == native
+        assert all(isinstance(v, str) for v in got)
+    finally:
+        duckrank_spark.register(spark)
