@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+import pyarrow as pa
 
 from duckrank.definitions import Metric, Option
 from duckrank.metrics import METRICS, by_name
@@ -229,6 +230,9 @@ def _as_relation(
         return read_file(con, table, kind, columns=columns)
     if isinstance(table, duckdb.DuckDBPyRelation):
         return table
+    if kind == "qrels" and isinstance(table, pa.RecordBatchReader):
+        # The qrels are scanned twice (checked, then joined); a reader can be read only once.
+        table = table.read_all()
     # pandas, polars, pyarrow tables, datasets and record batch readers: DuckDB scans them in
     # place (no copy) through a registered view.
     name = f"duckrank_{kind}_{uuid.uuid4().hex}"
