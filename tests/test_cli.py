@@ -1,0 +1,173 @@
+"""The ``duckrank`` command line. Expected values: the Hivemall guide's table (shared/seeds/001)
+for its dummy_rec / dummy_truth tables (every user: rec = [1, 3, 2, 6], truth = [1, 2, 4]), and
+hand calculations written out in the tests."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from duckrank.cli import main
+from duckrank.metrics import METRICS
+
+NDCG_2 = 0.6131471927654585  # the guide's NDCG at top-2
+MAP_4 = 0.5555555555555555  # the guide's MAP at top-4 (max_k)
+
+REC_ROWS = [(u, i, s) for u in (1, 2, 3) for i, s in ((1, 10.0), (3, 8.0), (2, 6.0), (6, 2.0))]
+TRUTH_ROWS = [(u, i) for u in (1, 2, 3) for i in (1, 2, 4)]
+
+
+def _csv(path: Path, header: list[str], rows: list[tuple]) -> Path:
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture
+def guide_files(tmp_path: Path) -> tuple[Path, Path]:
+    return (_csv(tmp_path / "rec.csv", ["user", "item", "score"], REC_ROWS),
+            _csv(tmp_path / "truth.csv", ["user", "item"], TRUTH_ROWS))
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _csv_rows(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_evaluate_csv_files_as_csv(capsys, guide_files) -> None:
+    run, qrels = guide_files
+    code, out, _ = _run(capsys, "evaluate", str(run), str(qrels), "-m", "ndcg@2", "-m", "map@4",
+                        "--format", "csv")
+    assert code == 0
+    [row] = _csv_rows(out)
+    assert (row["scored"], row["unjudged"], row["unranked"]) == ("3", "0", "0")
+    assert float(row["ndcg@2"]) == pytest.approx(NDCG_2, abs=1e-12)
+    assert float(row["map@4"]) == pytest.approx(MAP_4, abs=1e-12)
+
+
+def test_evaluate_parquet_per_user_json(capsys, tmp_path: Path) -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE rec(user_id INTEGER, item INTEGER, score DOUBLE)")
+    con.executemany("INSERT INTO rec VALUES (?, ?, ?)", REC_ROWS)
+    con.execute("CREATE TABLE truth(user_id INTEGER, item INTEGER, grade INTEGER)")
+    con.executemany("INSERT INTO truth VALUES (?, ?, 1)", TRUTH_ROWS)
+    run, qrels = tmp_path / "rec.parquet", tmp_path / "truth.parquet"
+    con.sql("SELECT * FROM rec").write_parquet(str(run))
+    con.sql("SELECT * FROM truth").write_parquet(str(qrels))
+    code, out, _ = _run(capsys, "evaluate", str(run), str(qrels), "-m", "ndcg@2", "--per-user",
+                        "--user-column", "user_id", "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    assert [r["user_id"] for r in rows] == [1, 2, 3]
+    assert [r["ndcg@2"] for r in rows] == pytest.approx([NDCG_2] * 3, abs=1e-12)
+
+
+def test_evaluate_trec_files_by_tag_as_table(capsys, tmp_path: Path) -> None:
+    """System a ranks the relevant d1 first (mrr 1), system b second (mrr 1/2); query q2 has no
+    judgments (unjudged)."""
+    run = tmp_path / "runs.txt"
+    run.write_text("q1 Q0 d1 1 9 a\nq1 Q0 d2 2 8 a\nq1 Q0 d2 1 9 b\nq1 Q0 d1 2 8 b\n"
+                   "q2 Q0 d5 1 1 a\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    code, out, _ = _run(capsys, "evaluate", str(run), str(qrels), "-m", "mrr", "--by", "tag")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["tag", "scored", "unjudged", "unranked", "mrr"]
+    assert lines[2].split() == ["a", "1", "1", "0", "1.0"]
+    assert lines[3].split() == ["b", "1", "0", "0", "0.5"]
+
+
+def test_table_digits(capsys, guide_files) -> None:
+    run, qrels = guide_files
+    _, out, _ = _run(capsys, "evaluate", str(run), str(qrels), "-m", "ndcg@2", "--digits", "4")
+    assert out.splitlines()[2].split()[-1] == "0.6131"
+
+
+def test_unknown_metric_lists_the_known_ones(capsys, guide_files) -> None:
+    run, qrels = guide_files
+    code, out, err = _run(capsys, "evaluate", str(run), str(qrels), "-m", "ndgc@10")
+    assert code == 1 and out == ""
+    assert "unknown metric 'ndgc'; known metrics:" in err
+    for metric in METRICS:
+        if metric.name in ("ndcg", "mrr", "average_precision"):
+            assert metric.name in err
+
+
+def test_paths_and_column_names_are_data_not_sql(capsys, tmp_path: Path) -> None:
+    """A path and column names with quotes and semicolons reach DuckDB as parameters and quoted
+    identifiers: the evaluation works and nothing else runs."""
+    folder = tmp_path / "it's; DROP TABLE x; --\"q"
+    folder.mkdir()
+    user = 'u"; DROP TABLE x; --'
+    item = "it'em; SELECT 1"
+    score = 's") FROM y; --'
+    run = _csv(folder / "r'un;.csv", [user, item, score], REC_ROWS)
+    qrels = _csv(folder / 'q"rels;.csv', [user, item], TRUTH_ROWS)
+    code, out, err = _run(
+        capsys, "evaluate", str(run), str(qrels), "-m", "ndcg@2", "--format", "json",
+        "--query-column", user, "--item-column", item, "--score-column", score, "--per-user",
+    )
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r[user] for r in rows] == ["1", "2", "3"]  # CSV ids are read as text
+    assert [r["ndcg@2"] for r in rows] == pytest.approx([NDCG_2] * 3, abs=1e-12)
+
+
+def test_missing_file_is_a_clear_error(capsys, tmp_path: Path) -> None:
+    code, _, err = _run(capsys, "evaluate", str(tmp_path / "none.csv"), str(tmp_path / "x.csv"),
+                        "-m", "ndcg")
+    assert code == 1
+    assert "none.csv" in err
+
+
+def test_sql_command(capsys) -> None:
+    code, out, _ = _run(capsys, "sql", "SELECT ndcg([1, 3, 2, 6], [1, 2, 4], 2) AS v",
+                        "--format", "csv")
+    assert code == 0
+    assert float(_csv_rows(out)[0]["v"]) == pytest.approx(NDCG_2, abs=1e-12)
+
+
+def test_sql_command_on_a_database_file(capsys, tmp_path: Path) -> None:
+    database = str(tmp_path / "x.duckdb")
+    assert _run(capsys, "sql", "CREATE TABLE t AS SELECT 1 AS i", "--database", database)[0] == 0
+    code, out, _ = _run(capsys, "sql", "SELECT mrr([2, 1], [i]) AS v FROM t", "--database",
+                        database, "--format", "json")
+    assert code == 0
+    assert json.loads(out) == [{"v": 0.5}]
+
+
+def test_metrics_command_lists_every_record(capsys) -> None:
+    code, out, _ = _run(capsys, "metrics", "--format", "csv")
+    assert code == 0
+    assert {r["metric"] for r in _csv_rows(out)} == {m.name for m in METRICS}
+
+
+def test_demo_through_the_console_script() -> None:
+    """The README's quick start runs `duckrank demo`; its first table is the guide's example."""
+    script = Path(sys.executable).parent / "duckrank"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "duckrank.cli"]
+    result = subprocess.run([*command, "demo"], capture_output=True, text=True, timeout=120,
+                            check=True)
+    lines = result.stdout.splitlines()
+    header = lines[2].split()
+    values = dict(zip(header, lines[4].split(), strict=True))
+    assert float(values["ndcg@2"]) == pytest.approx(NDCG_2, abs=1e-12)
+    assert float(values["map@4"]) == pytest.approx(MAP_4, abs=1e-12)
+    assert "--by tag" in result.stdout
+    assert not math.isnan(float(lines[-4].split()[-1]))
