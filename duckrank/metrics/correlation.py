@@ -1,0 +1,238 @@
+"""Rank correlations between a system's ranked list and graded truth.
+
+Sources: the lecture slides "Rank-Aware Top-N Metrics" (shared/seeds/003: Spearman's rho with
+average ranks for ties, the fraction of concordant pairs), Kendall's tau-b, and AP correlation
+(Yilmaz et al., as written in shared/seeds/000, eq. 3).
+
+Shared conventions, for one row: the items compared are those of ``rec`` that the truth MAP grades,
+each at its first occurrence in rec (a repeated item is ignored, NULL elements are skipped); they
+keep rec's order, so the system ranks them 1..n without ties. A higher grade means a more relevant
+item: a pair is concordant when the system ranks the higher-graded item first, discordant when it
+ranks it second, tied when the grades are equal. Every value is NULL when rec or truth is NULL,
+when fewer than two items are compared or when all their grades are equal.
+
+* ``spearman``: Pearson's correlation between the system ranks and the truth ranks (rank 1 = the
+  highest grade; tied grades share their average rank).
+* ``kendall_tau``: tau-b = (concordant - discordant) / sqrt(P * (P - T)), P = n(n - 1)/2 pairs,
+  T = pairs with tied grades (the system ranks have no ties).
+* ``ap_correlation``: tau_ap = 2/(n - 1) * sum over positions i = 2..n of C(i)/(i - 1) - 1, C(i) =
+  the items above position i whose grade is higher than the grade at i, plus half of those with an
+  equal grade. Yilmaz et al. define it for truth without ties; counting a tie as 1/2 is the
+  expected tau_ap when the tied items are put in random order (the weights depend on the system
+  positions only).
+* ``fcp``: concordant / (concordant + discordant), pairs with tied grades left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from duckrank.definitions import Metric
+
+
+@dataclass(frozen=True)
+class RankedGrades:
+    """The truth grades of the compared items of a batch of rows, in the system's order.
+
+    ``grades[offsets[r]:offsets[r + 1]]`` is row r. ``valid`` is False where rec or truth is NULL.
+    """
+
+    grades: np.ndarray
+    offsets: np.ndarray
+    valid: np.ndarray
+
+    @property
+    def counts(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @property
+    def row(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self.valid)), self.counts)
+
+    @property
+    def position(self) -> np.ndarray:
+        """0-based position of each item in its row."""
+        return np.arange(len(self.grades)) - np.repeat(self.offsets[:-1], self.counts)
+
+    def row_sum(self, values: np.ndarray) -> np.ndarray:
+        return np.bincount(self.row, weights=values, minlength=len(self.valid))
+
+
+@dataclass(frozen=True)
+class _PairCounts:
+    """Per item: how many items above it in its row have a higher / an equal grade."""
+
+    higher_above: np.ndarray
+    equal_above: np.ndarray
+
+
+@dataclass(frozen=True)
+class _GradeGroups:
+    """The items sorted by (row, grade), stable (equal grades keep the system's order), and the
+    index of each sorted item's group of equal grades in its row."""
+
+    order: np.ndarray
+    sorted_row: np.ndarray
+    group: np.ndarray
+    group_start: np.ndarray  # sorted index of the first item of each sorted item's group
+
+
+def _grade_groups(r: RankedGrades) -> _GradeGroups:
+    row, n = r.row, len(r.grades)
+    order = np.lexsort((r.grades, row))
+    sorted_row, sorted_grade = row[order], r.grades[order]
+    new_group = np.r_[True, (np.diff(sorted_row) != 0) | (np.diff(sorted_grade) != 0)]
+    group_start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
+    return _GradeGroups(order, sorted_row, np.cumsum(new_group) - 1, group_start)
+
+
+def _pair_counts(r: RankedGrades) -> _PairCounts:
+    n = len(r.grades)
+    row = r.row
+    g = _grade_groups(r)
+    equal_above = np.empty(n, dtype=np.int64)
+    equal_above[g.order] = np.arange(n) - g.group_start
+    row_start = np.r_[True, np.diff(g.sorted_row) != 0]
+    first_group = np.maximum.accumulate(np.where(row_start, g.group, 0))
+    dense_rank = np.empty(n, dtype=np.int64)  # of the item's grade among its row's grades
+    dense_rank[g.order] = g.group - first_group
+
+    # Items above with a higher dense rank, counted at the highest bit where the two ranks differ:
+    # within a group of equal higher bits (kept in the system's order), an item whose bit is 0
+    # counts the items before it whose bit is 1. One stable sort per bit.
+    higher_above = np.zeros(n, dtype=np.int64)
+    bits = int(dense_rank.max()).bit_length() if n else 0
+    for b in range(bits - 1, -1, -1):
+        prefix = dense_rank >> (b + 1)
+        key = row * (int(prefix.max()) + 1) + prefix
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        ones = ((dense_rank[order] >> b) & 1).astype(np.int64)
+        ones_before = np.cumsum(ones) - ones
+        starts = np.r_[True, np.diff(key) != 0]
+        ones_before -= np.maximum.accumulate(np.where(starts, ones_before, 0))
+        higher_above[order] += np.where(ones == 0, ones_before, 0)
+    return _PairCounts(higher_above, equal_above)
+
+
+def _defined(r: RankedGrades, tied_pairs: np.ndarray) -> np.ndarray:
+    n = r.counts
+    return r.valid & (n >= 2) & (tied_pairs < n * (n - 1) // 2)
+
+
+def _where(defined: np.ndarray, values: np.ndarray) -> np.ndarray:
+    return np.where(defined, values, np.nan)
+
+
+def _safe(denominator: np.ndarray) -> np.ndarray:
+    return np.where(denominator == 0, 1, denominator)
+
+
+def spearman_kernel(r: RankedGrades) -> np.ndarray:
+    n = r.counts.astype(np.float64)
+    row = r.row
+    g = _grade_groups(r)
+    # 1-based ascending rank of each sorted item in its row, averaged over its group of ties.
+    ordinal = np.arange(len(g.group)) - r.offsets[:-1][g.sorted_row] + 1.0
+    average = np.bincount(g.group, ordinal) / np.bincount(g.group)
+    ascending = np.empty(len(g.group))
+    ascending[g.order] = average[g.group]
+    truth_rank = n[row] + 1 - ascending  # rank 1 = the highest grade
+    system_rank = r.position + 1.0
+    mean = (n[row] + 1) / 2
+    covariance = r.row_sum((system_rank - mean) * (truth_rank - mean))
+    system_spread = r.row_sum((system_rank - mean) ** 2)
+    truth_spread = r.row_sum((truth_rank - mean) ** 2)
+    defined = r.valid & (n >= 2) & (truth_spread > 0)
+    return _where(defined, covariance / np.sqrt(_safe(system_spread * truth_spread)))
+
+
+def _pairs(r: RankedGrades) -> tuple[np.ndarray, ...]:
+    """Per row: concordant, discordant and tied pairs, and the pair counts per item."""
+    counts = _pair_counts(r)
+    lower_above = r.position - counts.higher_above - counts.equal_above
+    return (
+        r.row_sum(counts.higher_above),
+        r.row_sum(lower_above),
+        r.row_sum(counts.equal_above),
+        counts,
+    )
+
+
+def kendall_tau_kernel(r: RankedGrades) -> np.ndarray:
+    concordant, discordant, tied, _ = _pairs(r)
+    n = r.counts.astype(np.float64)
+    pairs = n * (n - 1) / 2
+    defined = _defined(r, tied)
+    return _where(defined, (concordant - discordant) / np.sqrt(_safe(pairs * (pairs - tied))))
+
+
+def fcp_kernel(r: RankedGrades) -> np.ndarray:
+    concordant, discordant, tied, _ = _pairs(r)
+    defined = _defined(r, tied)
+    return _where(defined, concordant / _safe(concordant + discordant))
+
+
+def ap_correlation_kernel(r: RankedGrades) -> np.ndarray:
+    _, _, tied, counts = _pairs(r)
+    position = r.position
+    correct = counts.higher_above + 0.5 * counts.equal_above
+    share = np.where(position > 0, correct / np.maximum(position, 1), 0.0)
+    n = r.counts.astype(np.float64)
+    defined = _defined(r, tied)
+    return _where(defined, 2.0 / _safe(n - 1) * r.row_sum(share) - 1.0)
+
+
+def _record(name: str, summary: str, formula: str, kernel, peers: str, source: str) -> Metric:
+    return Metric(
+        name=name,
+        summary=summary,
+        formula=formula,
+        undefined="NULL when fewer than two ranked items are graded or all their grades are equal.",
+        sql="",
+        kernel=kernel,
+        inputs="ranked_grades",
+        truth_type="MAP",
+        peers=peers,
+        source=source,
+    )
+
+
+SPEARMAN = _record(
+    "spearman",
+    "Spearman's rho between the system's order and the truth grades.",
+    "Pearson correlation of system ranks and truth ranks, tied grades at their average rank",
+    spearman_kernel,
+    "scipy.stats.spearmanr(positions, -grades) on the compared items.",
+    "Lecture slides 'Rank-Aware Top-N Metrics' (seed 003)",
+)
+KENDALL_TAU = _record(
+    "kendall_tau",
+    "Kendall's tau-b between the system's order and the truth grades.",
+    "(concordant - discordant) / sqrt(P * (P - tied)), P = n(n - 1)/2",
+    kendall_tau_kernel,
+    "scipy.stats.kendalltau(positions, -grades) (variant 'b') on the compared items.",
+    "M. G. Kendall, Biometrika 1945 (tau-b)",
+)
+AP_CORRELATION = _record(
+    "ap_correlation",
+    "AP correlation (tau_ap, Yilmaz et al.): Kendall's tau weighted towards the top of the "
+    "system's list.",
+    "2/(n - 1) * sum over positions i >= 2 of C(i)/(i - 1) - 1, a tie counting 1/2 in C(i)",
+    ap_correlation_kernel,
+    "No peer in scipy; Yilmaz et al. define no ties (a tie counts 1/2 here).",
+    "Yilmaz, Aslam & Robertson, SIGIR 2008, as written in Ackerman & Chen (seed 000)",
+)
+FCP = _record(
+    "fcp",
+    "Fraction of concordant pairs: the share of differently graded pairs the system orders "
+    "higher grade first.",
+    "concordant / (concordant + discordant)",
+    fcp_kernel,
+    "Same as Koren's FCP for one user; equals (1 + tau-a') / 2 over untied pairs.",
+    "Lecture slides 'Rank-Aware Top-N Metrics' (seed 003)",
+)
+
+METRICS = (SPEARMAN, KENDALL_TAU, AP_CORRELATION, FCP)
