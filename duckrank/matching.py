@@ -317,6 +317,10 @@ def _same_kind(rec: pa.ListArray, keys: pa.ListArray) -> tuple[pa.ListArray, pa.
     return rec.cast(pa.list_(pa.string())), keys.cast(pa.list_(pa.string()))
 
 
+def _shown(grade: float | None) -> str:
+    return "NULL" if grade is None else str(grade)
+
+
 def match_grades(
     rec: pa.Array | pa.ChunkedArray,
     truth: pa.Array | pa.ChunkedArray,
@@ -348,10 +352,9 @@ def match_grades(
     bad = hits.valid[entry_row] & ~(np.isfinite(grades) & (grades >= 0))
     if bad.any():
         first = int(np.argmax(bad))
-        item = keys.values[first].as_py()
         raise ValueError(
-            f"{function}: the grade of item {item!r} in truth must be a finite number >= 0, "
-            f"got {grade_values[first].as_py()}"
+            f"{function}: the grade of item {keys.values[first].as_py()} in truth must be a "
+            f"finite number >= 0, got {_shown(grade_values[first].as_py())}"
         )
 
     # Look up the grade of each hit: encode hit ids and truth keys together, then binary-search
@@ -369,7 +372,7 @@ def match_grades(
     duplicate = sorted_keys[1:] == sorted_keys[:-1]
     if duplicate.any():
         item = keys.values[int(order[1:][duplicate][0])].as_py()
-        raise ValueError(f"{function}: item {item!r} appears twice in a truth map")
+        raise ValueError(f"{function}: item {item} appears twice in a truth map")
     grade_of_hit = grades[order[np.searchsorted(sorted_keys, hit_keys)]]
     return _grades_from_hits(hits, grade_of_hit, _ideal(grades, entry_row, hits.k, rows))
 
@@ -401,20 +404,21 @@ def match_grade_lists(
     top_len = np.where(valid, np.minimum(cut, rec_len), 0)
 
     def flat(lists: pa.ListArray, lengths: np.ndarray, side: str) -> tuple:
+        """The first ``lengths`` grades of each list, flattened, with their rows."""
         offsets = lists.offsets.to_numpy().astype(np.int64)
-        values = lists.values.slice(offsets[0], offsets[-1] - offsets[0]).cast(pa.float64())
-        values = pc.fill_null(values, np.nan).to_numpy(zero_copy_only=False)
+        column = lists.values.slice(offsets[0], offsets[-1] - offsets[0]).cast(pa.float64())
+        values = pc.fill_null(column, np.nan).to_numpy(zero_copy_only=False)
         row = np.repeat(np.arange(rows), np.diff(offsets))
-        keep = Grades.ranks(_offsets(np.diff(offsets))) <= lengths[row]
-        values, row = values[keep], row[keep]
-        bad = ~(np.isfinite(values) & (values >= 0))
+        position = Grades.ranks(_offsets(np.diff(offsets)))
+        keep = position <= lengths[row]
+        bad = keep & ~(np.isfinite(values) & (values >= 0))
         if bad.any():
-            position = int(Grades.ranks(_offsets(np.bincount(row, minlength=rows)))[bad][0])
+            first = int(np.argmax(bad))
             raise ValueError(
-                f"{function}: grade {position} of {side} must be a finite number >= 0, "
-                f"got {values[bad][0]}"
+                f"{function}: grade {position[first]} of {side} must be a finite number >= 0, "
+                f"got {_shown(column[first].as_py())}"
             )
-        return values, row
+        return values[keep], row[keep]
 
     top, _ = flat(rec, top_len, "rec")
     truth_len = pc.fill_null(pc.list_value_length(truth), 0).to_numpy().astype(np.int64)
