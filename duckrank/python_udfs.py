@@ -187,7 +187,7 @@ def _items(coded: _CodedIds, begin: np.ndarray, length: np.ndarray) -> _Items:
     named = code >= 0
     row, at, code = row[named], at[named], code[named]
     item, dictionary = _first_seen(row * coded.span + code)
-    first_time = item > np.maximum.accumulate(np.r_[-1, item[:-1]])
+    first_time = item > np.r_[-1, np.maximum.accumulate(item)[:-1]]  # numbers grow by one
     counts = np.bincount(row[first_time], minlength=len(length))
     return _Items(
         dictionary,

@@ -83,7 +83,7 @@ def _grade_groups(r: RankedGrades) -> _GradeGroups:
     row, n = r.row, len(r.grades)
     order = np.lexsort((r.grades, row))
     sorted_row, sorted_grade = row[order], r.grades[order]
-    new_group = np.r_[True, (np.diff(sorted_row) != 0) | (np.diff(sorted_grade) != 0)]
+    new_group = np.r_[True, (np.diff(sorted_row) != 0) | (np.diff(sorted_grade) != 0)][:n]
     group_start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
     return _GradeGroups(order, sorted_row, np.cumsum(new_group) - 1, group_start)
 
@@ -94,7 +94,7 @@ def _pair_counts(r: RankedGrades) -> _PairCounts:
     g = _grade_groups(r)
     equal_above = np.empty(n, dtype=np.int64)
     equal_above[g.order] = np.arange(n) - g.group_start
-    row_start = np.r_[True, np.diff(g.sorted_row) != 0]
+    row_start = np.r_[True, np.diff(g.sorted_row) != 0][:n]
     first_group = np.maximum.accumulate(np.where(row_start, g.group, 0))
     dense_rank = np.empty(n, dtype=np.int64)  # of the item's grade among its row's grades
     dense_rank[g.order] = g.group - first_group
