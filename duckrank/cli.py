@@ -124,9 +124,10 @@ def _metrics(args: argparse.Namespace) -> None:
             for o in metric.options
         )
         truth = metric.truth_type or "LIST"
-        rows.append((metric.name, ", ".join(metric.aliases), truth, options, metric.summary))
-    write_result(("metric", "aliases", "truth", "options", "summary"), rows, args.format,
-                 sys.stdout)
+        rows.append((metric.name, ", ".join(metric.aliases), metric.inputs, truth, options,
+                     metric.summary))
+    write_result(("metric", "aliases", "input", "truth", "options", "summary"), rows,
+                 args.format, sys.stdout)
 
 
 DATA = resources.files("duckrank") / "data"
@@ -144,7 +145,7 @@ DEMOS = (
     (
         "A TREC run with two systems (tags) against graded qrels, one row per system",
         ["sample.run", "sample.qrels"],
-        ["ndcg@10", "map@100", "mrr", "precision@5", "recall@10"],
+        ["ndcg@10", "ndcg(gain=linear)@10", "err@5", "map@100", "mrr", "precision@5"],
         ["--by", "tag"],
     ),
 )
