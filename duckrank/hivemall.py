@@ -246,8 +246,8 @@ def _classification_auc() -> str:
         labels = f"list({label01} ORDER BY score, {label01} {label_order}) FILTER (WHERE {counted})"
         return f"list_sum(list_transform({labels}, lambda l, i: l * i::HUGEINT))"
 
-    below_or_tied = f"({rank_sum('ASC')} - {positives} * ({positives} + 1) / 2)"
-    below = f"({rank_sum('DESC')} - {positives} * ({positives} + 1) / 2)"
+    below_or_tied = f"({rank_sum('ASC')} - {positives} * ({positives} + 1) // 2)"
+    below = f"({rank_sum('DESC')} - {positives} * ({positives} + 1) // 2)"
     bad_score = f"min(score) FILTER (WHERE {counted} AND NOT (score >= 0 AND score <= 1))"
     bad_label = f"min(label) FILTER (WHERE {counted} AND label NOT IN (0, 1, -1))"
     return (
