@@ -55,19 +55,25 @@ def _is_list(data_type: pa.DataType) -> bool:
     return pa.types.is_list(data_type) or pa.types.is_large_list(data_type)
 
 
-def _lists(rec: pa.DataType, truth: pa.DataType) -> bool:
-    return _is_list(rec) and _is_list(truth)
+def _id_lists(rec: pa.DataType, truth: pa.DataType) -> bool:
+    """Two lists of ids of one kind (one type, or integers of any width)."""
+    if not (_is_list(rec) and _is_list(truth)):
+        return False
+    rec_ids, truth_ids = rec.value_type, truth.value_type
+    return rec_ids == truth_ids or (pa.types.is_integer(rec_ids) and pa.types.is_integer(truth_ids))
 
 
-def _list_and_list_or_map(rec: pa.DataType, truth: pa.DataType) -> bool:
-    return _is_list(rec) and (_is_list(truth) or pa.types.is_map(truth))
+def _ids_and_ids_or_grades(rec: pa.DataType, truth: pa.DataType) -> bool:
+    """A truth MAP is matched by the ids' text form (as in DuckDB), so any key type goes."""
+    return _id_lists(rec, truth) or (_is_list(rec) and pa.types.is_map(truth))
 
 
 def _structs_and_numbers(rec: pa.DataType, truth: pa.DataType) -> bool:
     """Hivemall's graded form: rec holds structs whose first field is the grade (as in DuckDB,
     where a plain id list must not be read as grades), truth holds grades."""
     return (
-        _lists(rec, truth)
+        _is_list(rec)
+        and _is_list(truth)
         and pa.types.is_struct(rec.value_type)
         and rec.value_type.num_fields > 0
         and _is_number(rec.value_type.field(0).type)
@@ -102,9 +108,9 @@ def _match_hits(rec: pa.Array, truth: pa.Array, cut: np.ndarray, function: str) 
 
 
 INPUT_KINDS: dict[str, InputKind] = {
-    "hits": InputKind(_match_hits, _lists, "rec ARRAY<T>, truth ARRAY<T>"),
+    "hits": InputKind(_match_hits, _id_lists, "rec ARRAY<T>, truth ARRAY<T>"),
     "grades": InputKind(
-        match_grades, _list_and_list_or_map, "rec ARRAY<T>, truth ARRAY<T> | MAP<T, grade>"
+        match_grades, _ids_and_ids_or_grades, "rec ARRAY<T>, truth ARRAY<T> | MAP<T, grade>"
     ),
     "grade_lists": InputKind(
         match_grade_lists, _structs_and_numbers, "rec ARRAY<STRUCT<grade, ...>>, truth ARRAY<grade>"
@@ -124,6 +130,9 @@ def _applies(metric: Metric, rec: pa.DataType, truth: pa.DataType) -> bool:
 
 # --- cut-off -------------------------------------------------------------------------------------
 
+_DECIMAL = r"^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$"
+
+
 def _k_error(function: str, value: object) -> ValueError:
     # Same wording as duckrank.matching.cutoff_sql, so both engines fail alike.
     return ValueError(f"{function}: k must be a positive integer or 'all', got {value}")
@@ -141,19 +150,18 @@ def cutoff(function: str, k: pa.Array | None, rec_lengths: np.ndarray) -> np.nda
         k = k.combine_chunks()
     if pa.types.is_null(k.type):
         return np.full(len(k), np.nan)
-    is_all = np.zeros(len(k), dtype=bool)
+    given, is_all = k, np.zeros(len(k), dtype=bool)
     if pa.types.is_string(k.type) or pa.types.is_large_string(k.type):
         is_all = pc.fill_null(pc.equal(k, "all"), False).to_numpy(zero_copy_only=False)
-        numbers = pc.if_else(pc.equal(k, "all"), None, k)
-        parsed = pc.cast(pc.utf8_trim_whitespace(numbers), pa.float64(), safe=False)
-        unparsable = pc.and_(pc.is_valid(numbers), pc.is_null(parsed))
+        numbers = pc.utf8_trim_whitespace(pc.if_else(pc.equal(k, "all"), None, k))
+        unparsable = pc.invert(pc.match_substring_regex(numbers, _DECIMAL))
         if pc.any(unparsable).as_py():
-            raise _k_error(function, pc.filter(k, unparsable)[0].as_py())
-        k = parsed
+            raise _k_error(function, pc.filter(k, pc.fill_null(unparsable, False))[0].as_py())
+        k = pc.cast(numbers, pa.float64())
     values = pc.cast(k, pa.float64()).to_numpy(zero_copy_only=False)
     bad = ~np.isnan(values) & ((values < 1) | (values != np.floor(values)))
     if bad.any():
-        raise _k_error(function, k[int(np.argmax(bad))].as_py())
+        raise _k_error(function, given[int(np.argmax(bad))].as_py())
     return np.where(is_all, rec_lengths, values)
 
 
@@ -340,7 +348,9 @@ def _quoted(column: str) -> str:
 def _ordered_list_aggregate(value_type: pa.DataType) -> Callable[..., pa.Scalar]:
     """The Arrow grouped-aggregate behind the SQL ``to_ordered_list``: one call per group."""
 
-    def aggregate(value: pa.Array, key: pa.Array = None, options: pa.Array = None) -> pa.Scalar:
+    def aggregate(
+        value: pa.Array, key: pa.Array = None, options: pa.Array = None
+    ) -> pa.Scalar | None:
         if options is None and key is not None and pa.types.is_string(key.type):
             key, options = None, key  # (value, 'options'), as the DuckDB macro reads it
         text = _constant_option("to_ordered_list", "options", options, "")
@@ -354,7 +364,9 @@ def _ordered_list_aggregate(value_type: pa.DataType) -> Callable[..., pa.Scalar]
                 pc.equal(pairs["v"][1:], pairs["v"][:-1])).to_numpy(zero_copy_only=False)])
             pairs = pairs.filter(pa.array(~repeated))
         if pairs.num_rows == 0:
-            return pa.scalar(None, pa.list_(value_type))
+            # Spark's worker wraps the result in pa.array([result]), which fails on a NULL
+            # ListScalar but takes None.
+            return None
         if opts.k is not None:
             pairs = pairs.slice(0, abs(opts.k))
         return pa.scalar(pairs["v"].combine_chunks().cast(value_type), pa.list_(value_type))

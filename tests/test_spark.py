@@ -41,7 +41,7 @@ def spark():
         .config("spark.driver.memory", "1g")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.shuffle.partitions", "1")
         .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
     )
@@ -164,7 +164,7 @@ def _select(table: pa.Table, named: str) -> str:
         for function in _functions_for(table)
         for form, call in _calls(function, table, named).items()
     )
-    return f"SELECT uid, {columns} FROM eval_spark_test ORDER BY uid"
+    return f"SELECT uid, {columns} FROM eval_spark_test"
 
 
 def test_every_metric_has_a_spark_function():
@@ -187,7 +187,9 @@ def test_spark_matches_duckdb_for_every_metric(spark, con, eval_tables, shape):
     if isinstance(expected, pa.RecordBatchReader):
         expected = expected.read_all()
     spark.createDataFrame(table).createOrReplaceTempView("eval_spark_test")
-    got = spark.sql(_select(table, "=>")).toArrow()
+    # Sorted here rather than by ORDER BY, which would cost Spark a shuffle.
+    got = spark.sql(_select(table, "=>")).toArrow().sort_by("uid")
+    expected = expected.sort_by("uid")
 
     assert got.num_rows == USERS
     assert got["uid"].to_pylist() == expected["uid"].to_pylist()
@@ -268,7 +270,7 @@ def test_bad_k_is_an_error_naming_function_and_value(spark, k):
 
 
 def test_mixed_id_kinds_are_an_error(spark):
-    with pytest.raises(PySparkException, match="ids must be of one kind"):
+    with pytest.raises(PySparkException, match=r"ndcg: no form takes rec list<element: int64"):
         spark.sql("SELECT ndcg(array(1L, 2L), array('2'))").collect()
 
 
@@ -303,16 +305,23 @@ def _duckdb_lists(con, value: str, key: str | None, options: str | None) -> dict
     return dict(con.sql(sql + " GROUP BY uid").fetchall())
 
 
-@pytest.mark.parametrize("options", OPTIONS)
 @pytest.mark.parametrize("key", ["score", None])
-def test_to_ordered_list_matches_duckdb(spark, con, long_table, key, options):
-    expected = _duckdb_lists(con, "item", key, options)
-    native = duckrank_spark.to_ordered_list_sql("item", key, options)
-    for expression in (native, f"to_ordered_list({_arguments('item', key, options)})"):
-        got = dict(spark.sql(
-            f"SELECT uid, {expression} FROM long_spark_test GROUP BY uid"
-        ).collect())
-        assert got == expected, expression
+def test_to_ordered_list_matches_duckdb(spark, con, long_table, key):
+    # Every option set in one query per engine (each query costs a shuffle).
+    expected = {options: _duckdb_lists(con, "item", key, options) for options in OPTIONS}
+    forms = {
+        "native": [duckrank_spark.to_ordered_list_sql("item", key, o) for o in OPTIONS],
+        "arrow aggregate": [f"to_ordered_list({_arguments('item', key, o)})" for o in OPTIONS],
+    }
+    for form, expressions in forms.items():
+        rows = spark.sql(
+            f"SELECT uid, {', '.join(expressions)} FROM long_spark_test GROUP BY uid"
+        ).collect()
+        for column, options in enumerate(OPTIONS, start=1):
+            got = {row[0]: row[column] for row in rows}
+            assert got == expected[options], (form, options)
+    # The data exercise ties, repeated pairs and groups left empty by NULLs.
+    assert any(v is None for v in expected[None].values()) or key is None
 
 
 def test_to_ordered_list_dataframe_form(spark, long_table, con):
