@@ -88,10 +88,11 @@ def _write_relation(relation: duckdb.DuckDBPyRelation, args: argparse.Namespace)
 
 def _connection(database: str = ":memory:") -> duckdb.DuckDBPyConnection:
     con = connect(database)
-    if sys.stdout.isatty():
-        # DuckDB draws its progress bar on stdout, after two seconds of a query; never into a pipe.
-        con.execute("SET enable_progress_bar = true")
-        con.execute("SET enable_progress_bar_print = true")
+    # DuckDB draws its progress bar on stdout, after two seconds of a query: on a terminal only,
+    # never into a pipe or a file.
+    show = "true" if sys.stdout.isatty() else "false"
+    con.execute(f"SET enable_progress_bar = {show}")
+    con.execute(f"SET enable_progress_bar_print = {show}")
     return con
 
 
