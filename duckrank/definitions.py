@@ -57,6 +57,15 @@ class Metric:
       (Hivemall's graded form: rec a list of structs whose first field is the grade, truth a list
       of grades); numpy matching is ``duckrank.matching.match_grade_lists``.
 
+    * ``"preferences"``, ``"system_preferences"``, ``"ranked_grades"``: no pure-SQL form
+      (``sql`` is empty); DuckDB runs the kernel as a Python UDF behind a TEMP macro
+      (``duckrank.python_udfs``, whose converters turn the Arrow columns into the kernel's
+      input). ``preferences``: ``(rec, truth)`` with truth a list of (preferred, other) structs,
+      kernel input ``duckrank.metrics.preference.PreferenceRows``; ``system_preferences``: the
+      same with the system's output a list of preferences too (first argument ``system``);
+      ``ranked_grades``: ``(rec, truth MAP)``, kernel input
+      ``duckrank.metrics.correlation.RankedGrades``. These functions take no ``k``.
+
     A ``kernel`` takes the matched batch and the record's options as keyword arguments.
 
     ``truth_type`` is the SQL type of the truth parameter ("" = untyped, for LISTs of any id type).
@@ -75,7 +84,17 @@ class Metric:
     options: tuple[Option, ...] = ()
     peers: str = ""
     source: str = ""
+    cutoff: bool = True  # False: the function takes no k
+    first_argument: str = "rec"
 
     @property
     def cli_names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
+
+    @property
+    def signature(self) -> str:
+        """How the function is called in SQL: ``ndcg(rec, truth [, k], gain := 'exponential')``."""
+        truth = f"truth {self.truth_type}" if self.truth_type else "truth"
+        k = " [, k]" if self.cutoff else ""
+        options = "".join(f", {o.name} := {o.sql_default()}" for o in self.options)
+        return f"{self.name}({self.first_argument}, {truth}{k}{options})"

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from duckrank.definitions import Metric, Option
-from duckrank.metrics import correlation, preference
+from duckrank.metrics import METRICS
 from duckrank.metrics.correlation import RankedGrades
 from duckrank.metrics.preference import (
     Edges,
@@ -349,11 +349,12 @@ def _preference_function(metric: Metric, convert: Callable, sides: tuple[str, ..
         for side, names in zip(sides, type_names, strict=True):
             _check_pairs(metric.name, side, names)
         rows, coded, nodes = convert(metric.name, ids, system_len, truth_len)
-        options = [
-            _option_values(o, c) for o, c in zip(metric.options, option_columns, strict=True)
-        ]
+        options = {
+            o.name: _option_values(o, c)
+            for o, c in zip(metric.options, option_columns, strict=True)
+        }
         try:
-            values = metric.kernel(rows, *options)
+            values = metric.kernel(rows, **options)
         except PreferenceCycleError as cycle:
             names = nodes.names(coded, cycle.row, cycle.nodes)
             raise ValueError(
@@ -389,13 +390,11 @@ def _udf_and_macro(metric: Metric) -> tuple[PythonUDF, str]:
     if metric.inputs == "preferences":
         parameters = (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", *option_types)
         function = _preference_function(metric, _ranked_preferences, ("truth",))
-        signature = "rec, truth"
         args = [f"rec || {_first('truth')} || {_second('truth')}", "len(rec)", "len(truth)",
                 "typeof(truth)"]
     elif metric.inputs == "system_preferences":
         parameters = (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", *option_types)
         function = _preference_function(metric, _both_preferences, ("system", "truth"))
-        signature = "system, truth"
         args = [
             f"{_first('system')} || {_second('system')} || {_first('truth')} || {_second('truth')}",
             "len(system)", "len(truth)", "typeof(system)", "typeof(truth)",
@@ -403,7 +402,6 @@ def _udf_and_macro(metric: Metric) -> tuple[PythonUDF, str]:
     else:  # ranked_grades
         parameters = ("VARCHAR[]", "BIGINT", "DOUBLE[]")
         function = _grades_function(metric)
-        signature = "rec, truth MAP(VARCHAR, DOUBLE)"
         args = ["list_transform(rec, lambda x: x::VARCHAR) || map_keys(truth)", "len(rec)",
                 "map_values(truth)"]
     # DuckDB counts the function's parameters: give the variadic adapters an exact signature.
@@ -411,15 +409,15 @@ def _udf_and_macro(metric: Metric) -> tuple[PythonUDF, str]:
         inspect.Parameter(f"arg{i}", inspect.Parameter.POSITIONAL_ONLY)
         for i in range(len(parameters))
     ])
+    truth = f"truth {metric.truth_type}" if metric.truth_type else "truth"
     defaults = "".join(f", {o.name} := {o.sql_default()}" for o in metric.options)
-    macro = (
-        f"CREATE OR REPLACE TEMP MACRO {metric.name}({signature}{defaults}) AS "
-        f"{udf}({', '.join([*args, *options])})"
-    )
+    header = f"{metric.name}({metric.first_argument}, {truth}{defaults})"
+    macro = f"CREATE OR REPLACE TEMP MACRO {header} AS {udf}({', '.join([*args, *options])})"
     return PythonUDF(udf, function, parameters, "DOUBLE"), macro
 
 
-PYTHON_METRICS: tuple[Metric, ...] = (*preference.METRICS, *correlation.METRICS)
+PYTHON_INPUTS = ("preferences", "system_preferences", "ranked_grades")
+PYTHON_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.inputs in PYTHON_INPUTS)
 _REGISTERED = [_udf_and_macro(m) for m in PYTHON_METRICS]
 
 UDFS: list[PythonUDF] = [udf for udf, _ in _REGISTERED]

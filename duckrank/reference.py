@@ -42,9 +42,7 @@ def _metric_section(overloads: list[Metric]) -> str:
     first = overloads[0]
     lines = [f"## `{first.name}`", "", first.summary, ""]
     for metric in overloads:
-        truth = f"truth {metric.truth_type}" if metric.truth_type else "truth"
-        options = "".join(f", {o.name} := {o.sql_default()}" for o in metric.options)
-        lines.append(f"- Signature: `{metric.name}(rec, {truth} [, k]{options})`")
+        lines.append(f"- Signature: `{metric.signature}`")
         lines.append(f"- Formula: {metric.formula}.")
         lines.append(f"- NULL: {metric.undefined}")
         for option in metric.options:

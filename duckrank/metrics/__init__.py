@@ -1,9 +1,11 @@
 """Every metric record duckrank ships, in the order the docs list them."""
 
 from duckrank.definitions import Metric
-from duckrank.metrics import binary, graded
+from duckrank.metrics import binary, correlation, graded, preference
 
-METRICS: tuple[Metric, ...] = (*binary.METRICS, *graded.METRICS)
+METRICS: tuple[Metric, ...] = (
+    *binary.METRICS, *graded.METRICS, *preference.METRICS, *correlation.METRICS
+)
 
 
 def by_name(name: str) -> Metric:

@@ -190,11 +190,14 @@ def _record(name: str, summary: str, formula: str, kernel, peers: str, source: s
         name=name,
         summary=summary,
         formula=formula,
-        undefined="NULL when fewer than two ranked items are graded or all their grades are equal.",
+        undefined="NULL when rec or truth is NULL, when fewer than two ranked items are graded or "
+        "when all their grades are equal; a NULL, NaN or infinite grade is an error naming the "
+        "item.",
         sql="",
         kernel=kernel,
         inputs="ranked_grades",
-        truth_type="MAP",
+        truth_type="MAP(VARCHAR, DOUBLE)",
+        cutoff=False,
         peers=peers,
         source=source,
     )
@@ -231,7 +234,7 @@ FCP = _record(
     "higher grade first.",
     "concordant / (concordant + discordant)",
     fcp_kernel,
-    "Same as Koren's FCP for one user; equals (1 + tau-a') / 2 over untied pairs.",
+    "Koren's FCP for one user; equals (1 + gamma) / 2, gamma being Goodman and Kruskal's.",
     "Lecture slides 'Rank-Aware Top-N Metrics' (seed 003)",
 )
 

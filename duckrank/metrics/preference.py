@@ -340,9 +340,9 @@ EDRC = Metric(
     sql="",
     kernel=edrc_kernel,
     inputs="preferences",
-    truth_type="",
+    cutoff=False,
     options=(
-        Option("discount", "linear", "D(v) from the item's truth rank R", DISCOUNTS),
+        Option("discount", "linear", "D(v), from the item's truth rank R.", DISCOUNTS),
     ),
     peers="No peer tool implements EDRC; values are checked against the paper's worked "
     "examples (Table 1: 2/29 as printed, 5/29 with B > E; Table 2 with 'ap': 1/3).",
@@ -359,9 +359,11 @@ EDRC_PREFERENCES = Metric(
     sql="",
     kernel=edrc_kernel,
     inputs="system_preferences",
+    cutoff=False,
+    first_argument="system",
     options=(
-        Option("discount", "linear", "D(v) from the item's truth rank R", DISCOUNTS),
-        Option("likelihood", 0.5, "EP of a truth-ordered pair the system leaves unordered"),
+        Option("discount", "linear", "D(v), from the item's truth rank R.", DISCOUNTS),
+        Option("likelihood", 0.5, "EP of a truth-ordered pair the system leaves unordered."),
     ),
     peers=EDRC.peers,
     source=EDRC.source,
