@@ -143,6 +143,8 @@ def parse_metric(text: str) -> MetricRequest:
         )
 
     k = None
+    if match["k"] is not None and not all(m.cutoff for m in overloads):
+        raise ValueError(f"metric {text!r}: {record.name} takes no cut-off (@k)")
     if match["k"] is not None and match["k"].lower() != "all":
         if not re.fullmatch(r"\d+", match["k"]) or int(match["k"]) < 1:
             raise ValueError(
