@@ -49,7 +49,10 @@ SELECT
 FROM rec t1 JOIN truth t2 ON (t1.userid = t2.userid)
 """
 
-# The guide's output table ("Ranking measure, top-4 (max_k), top-2"), seed 001.
+# The guide's output table ("Ranking measure, top-4 (max_k), top-2"), seed 001. Its NDCG digits are
+# floating-point rounding: the exact values, to 40 digits with mpmath, are 0.70391808903413475...
+# and 0.61314719276545841...; duckrank is within 2 units in the last place of them
+# (test_ndcg_is_within_two_ulps_of_the_exact_value), as is the guide.
 GUIDE_TABLE = [
     0.6666666666666666, 0.3333333333333333,  # Recall
     0.5, 0.5,  # Precision
@@ -64,6 +67,20 @@ def test_guide_example_gives_the_guide_table(con):
     con.execute(GUIDE_TABLES)
     row = con.execute(GUIDE_QUERY).fetchall()[0]
     assert row == pytest.approx(GUIDE_TABLE, abs=1e-12)
+
+
+def test_ndcg_is_within_two_ulps_of_the_exact_value(con):
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 40
+
+    def discount(i: int):
+        return 1 / mpmath.log(i + 1, 2)
+
+    top4 = (discount(1) + discount(3)) / (discount(1) + discount(2) + discount(3))
+    top2 = discount(1) / (discount(1) + discount(2))
+    for k, exact in ((4, top4), (2, top2)):
+        value = scalar(con, f"SELECT ndcg([1, 3, 2, 6], [1, 2, 4], {k})")
+        assert abs(mpmath.mpf(value) - exact) <= 2 * math.ulp(float(exact))
 
 
 def test_guide_to_ordered_list_builds_the_guide_rec(con):

@@ -14,5 +14,5 @@ def by_name(name: str) -> Metric:
     for metric in METRICS:
         if wanted in metric.cli_names:
             return metric
-    known = ", ".join(sorted(n for m in METRICS for n in m.cli_names))
+    known = ", ".join(sorted({n for m in METRICS for n in m.cli_names}))
     raise KeyError(f"unknown metric {name!r}; known metrics: {known}")
