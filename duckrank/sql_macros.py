@@ -52,41 +52,62 @@ def _hits_body(metric: Metric) -> str:
 
 
 def _graded_body(
-    metric: Metric, cut: str, top: str, ideal: str, n: str, grade_checks: list[tuple[str, str]]
+    metric: Metric,
+    top: str,
+    ideal: str,
+    n: str,
+    grade_checks: list[tuple[str, str]],
+    bound: tuple[tuple[str, str], ...] = (),
 ) -> str:
-    value = metric.sql.format(top=top, ideal=ideal, n=n, K=f"least({cut}, len(rec))", k=cut)
+    """A graded metric's body. ``top``, ``ideal``, ``n`` and the checks read the row as ``r.rec``,
+    ``r.truth``, ``r.cut`` (the validated cut-off) and the ``bound`` fields; the metric's SQL reads
+    the matched grades as ``g.*``. Both are bound once per row by a lambda over a one-element
+    list, because DuckDB evaluates an expression used inside a lambda again for every element:
+    a truth argument written as map(items, grades) was rebuilt for every recommended item (70x
+    slower), and so were hit positions read inside a lambda."""
+    fields = (
+        ("rec", "rec"), ("truth", "truth"), ("cut", f"duckrank_cutoff('{metric.name}', rec, k)"),
+        *bound,
+    )
+    row = "struct_pack(" + ", ".join(f"{name} := {value}" for name, value in fields) + ")"
+    grades = f"struct_pack(top := {top}, ideal := {ideal}, n := {n})"
+    value = metric.sql.format(
+        top="g.top", ideal="g.ideal", n="g.n", K="least(r.cut, len(r.rec))", k="r.cut"
+    )
     checks = [
         *option_errors_sql(metric.name, metric.options),
-        (f"rec IS NULL OR truth IS NULL OR {cut} IS NULL", "NULL"),
+        ("r.rec IS NULL OR r.truth IS NULL OR r.cut IS NULL", "NULL"),
         *grade_checks,
     ]
     whens = " ".join(f"WHEN {condition} THEN {result}" for condition, result in checks)
-    return f"CASE {whens} ELSE ({value}) END"
+    return (
+        f"list_transform([{row}], lambda r: CASE {whens} "
+        f"ELSE list_transform([{grades}], lambda g: {value})[1] END)[1]"
+    )
 
 
 def _grades_body(metric: Metric) -> str:
-    cut = f"duckrank_cutoff('{metric.name}', rec, k)"
     if metric.truth_type:  # MAP(VARCHAR, DOUBLE): item -> grade
-        grades = "map_values(truth)"
+        grades = "map_values(r.truth)"
         return _graded_body(
-            metric, cut, top=graded_top_sql("rec", "truth", cut),
-            ideal=ideal_grades_sql(grades, cut), n=positive_count_sql(grades),
-            grade_checks=[bad_grade_sql(f"'{metric.name}'", "truth")],
+            metric, top=graded_top_sql("r.rec", "r.truth", "r.cut"),
+            ideal=ideal_grades_sql(grades, "r.cut"), n=positive_count_sql(grades),
+            grade_checks=[bad_grade_sql(f"'{metric.name}'", "r.truth")],
         )
-    n = relevant_count_sql("truth")  # a LIST: grade 1 for each item
+    n = relevant_count_sql("r.truth")  # a LIST: grade 1 for each item
+    cut = f"duckrank_cutoff('{metric.name}', rec, k)"
     return _graded_body(
-        metric, cut,
-        top=binary_top_sql(f"duckrank_hit_positions(rec, truth, {cut})", f"least({cut}, len(rec))"),
-        ideal=f"list_resize([]::DOUBLE[], least({cut}, {n}), 1.0)", n=n, grade_checks=[],
+        metric, top=binary_top_sql("r.pos", "least(r.cut, len(r.rec))"),
+        ideal=f"list_resize([]::DOUBLE[], least(r.cut, {n}), 1.0)", n=n, grade_checks=[],
+        bound=(("pos", f"duckrank_hit_positions(rec, truth, {cut})"),),
     )
 
 
 def _grade_lists_body(metric: Metric) -> str:
-    cut = f"duckrank_cutoff('{metric.name}', rec, k)"
-    top, truth = first_field_grades_sql("rec", cut), "CAST(truth AS DOUBLE[])"
+    top, truth = first_field_grades_sql("r.rec", "r.cut"), "CAST(r.truth AS DOUBLE[])"
     name = f"'{metric.name}'"
     return _graded_body(
-        metric, cut, top=top, ideal=ideal_grades_sql(truth, cut), n=positive_count_sql(truth),
+        metric, top=top, ideal=ideal_grades_sql(truth, "r.cut"), n=positive_count_sql(truth),
         grade_checks=[
             bad_list_grade_sql(name, top, "rec"), bad_list_grade_sql(name, truth, "truth")
         ],
