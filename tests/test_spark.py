@@ -167,10 +167,16 @@ def _select(table: pa.Table, named: str) -> str:
     return f"SELECT uid, {columns} FROM eval_spark_test"
 
 
+# Kinds whose numpy matching exists only as DuckDB-shaped converters in duckrank.python_udfs
+# (docs/spark.md, "Not covered"); a new kind must be wired in or added here and to the docs.
+NOT_WIRED = {"preferences", "system_preferences", "ranked_grades"}
+
+
 def test_every_metric_has_a_spark_function():
-    # Every main-schema record whose inputs kind is wired into duckrank.spark gets a function.
-    assert duckrank_spark.unsupported_metrics() == []
-    assert set(duckrank_spark.spark_functions()) == {m.name for m in duckrank.metrics.METRICS}
+    # Every main-schema record of a wired kind gets a function; the rest are the known gaps.
+    assert {m.inputs for m in duckrank_spark.unsupported_metrics()} <= NOT_WIRED
+    wired = {m.name for m in duckrank.metrics.METRICS if m.inputs not in NOT_WIRED}
+    assert set(duckrank_spark.spark_functions()) == wired
 
 
 def test_every_function_is_compared(eval_tables):
