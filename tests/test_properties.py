@@ -86,14 +86,12 @@ class Row:
     k: int | None
     seed: int  # picks the grades of this row's items
 
-    def grade(self, item: int) -> float:
-        return GRADES[(item * 7 + self.seed) % len(GRADES)]
-
-    def grade_map(self) -> dict | None:
-        """Truth as MAP item -> grade: its distinct non-NULL items."""
+    def grade_map(self, scale: tuple = GRADES) -> dict | None:
+        """Truth as MAP item -> grade (picked from ``scale``): its distinct non-NULL items."""
         if self.truth is None:
             return None
-        return {t: self.grade(t) for t in dict.fromkeys(self.truth) if t is not None}
+        return {t: scale[(t * 7 + self.seed) % len(scale)]
+                for t in dict.fromkeys(self.truth) if t is not None}
 
 
 ITEM = st.integers(-1, 12).map(lambda i: None if i < 0 else i)  # a NULL element now and then
@@ -138,10 +136,10 @@ def batches(draw, kinds: tuple[IdKind, ...] = ID_KINDS) -> Batch:
     return Batch(rows, draw(st.sampled_from(kinds)), draw(st.booleans()))
 
 
-def load(con: duckdb.DuckDBPyConnection, batch: Batch) -> None:
+def load(con: duckdb.DuckDBPyConnection, batch: Batch, scale: tuple = GRADES) -> None:
     """Table ``batch``: id, rec, truth (LIST), graded (MAP truth -> grade), k."""
     kind = batch.kind
-    maps = [r.grade_map() for r in batch.rows]
+    maps = [r.grade_map(scale) for r in batch.rows]
     table = pa.table({
         "id": pa.array(range(len(batch.rows)), pa.int64()),
         "rec": pa.array([_ids(kind, r.rec) for r in batch.rows], pa.list_(kind.arrow)),
@@ -198,7 +196,7 @@ def kernel_values(values: np.ndarray) -> list:
     return [None if math.isnan(v) else float(v) for v in values]
 
 
-# --- references: the binary metrics (docs/reference.md, shared conventions) ------------------------
+# --- references: the binary metrics (docs/reference.md, shared conventions) ----------------------
 
 @dataclass(frozen=True)
 class Matched:
@@ -417,7 +415,7 @@ def test_sql_metrics_equal_the_reference_and_the_kernels(con, metric, batch, cho
     assert_values(actual, kernel_values(kernel), f"kernel of {metric.name} ({batch.kind.name})")
 
 
-# --- ndcg_grades: grades given directly -------------------------------------------------------------
+# --- ndcg_grades: grades given directly ----------------------------------------------------------
 
 GRADE_LIST = st.one_of(st.none(), st.lists(st.sampled_from(GRADES), max_size=12))
 
@@ -477,3 +475,496 @@ def test_ndcg_grades_equals_the_reference_and_the_kernel(con, drawn, size, seed,
     kernel = duckrank.metrics.graded.NDCG_GRADES.kernel(
         match_grade_lists(table["rec"], table["truth"], k_values), **options)
     assert_values(actual, kernel_values(kernel), "ndcg_grades kernel")
+
+
+# --- edrc and edrc_preferences (docs/preference.md, "Definition (one row)") ----------------------
+
+def _closure(nodes: set, edges: set) -> set:
+    """Every (a, b) with a path a -> ... -> b."""
+    children: dict = {v: [] for v in nodes}
+    for a, b in edges:
+        children[a].append(b)
+    reach = set()
+    for start in nodes:
+        stack, seen = list(children[start]), set()
+        while stack:
+            node = stack.pop()
+            if node not in seen:
+                seen.add(node)
+                stack.extend(children[node])
+        reach |= {(start, node) for node in seen}
+    return reach
+
+
+def ref_edrc(ranked: list, truth: list, discount_name: str, system_order: set,
+             likelihood: float = 0.5) -> float | None:
+    """``ranked``: the items the system ranked or named; ``system_order``: Ĝ+ as (a, b) pairs."""
+    items = set(ranked)
+    edges = {(a, b) for a, b in truth if a in items and b in items}
+    v = {x for e in edges for x in e}
+    g_plus = _closure(v, edges)
+    parents: dict = {x: [a for a, b in edges if b == x] for x in v}
+    rank: dict = {}
+
+    def r(node) -> int:  # 1 on sources, else 1 + the longest path from a source
+        if node not in rank:
+            rank[node] = 1 if not parents[node] else 1 + max(r(p) for p in parents[node])
+        return rank[node]
+
+    def d(node) -> float:
+        return {"linear": r(node), "logarithmic": math.log2(1 + r(node)),
+                "exponential": 2.0 ** r(node), "ap": r(node) - 1}[discount_name]
+
+    total = z = 0.0
+    for node in v:
+        if not parents[node]:
+            continue
+        w = [x for x in v if x != node and (node, x) not in g_plus]
+        c = 0.0
+        for other in w:
+            if (other, node) in g_plus:
+                c += (1.0 if (other, node) in system_order
+                      else 0.0 if (node, other) in system_order else likelihood)
+            else:
+                c += 0.5
+        total += c / d(node)
+        z += len(w) / d(node)
+    return None if z == 0 else 2 * total / z - 1
+
+
+@dataclass(frozen=True)
+class PreferenceRow:
+    rec: list | None  # the ranked list (edrc) or None
+    truth: list | None  # (better, worse) pairs, None for a NULL preference
+    system: list | None  # (better, worse) pairs (edrc_preferences)
+
+
+def _oriented(pairs: list | None, seed: int, universe: int) -> list | None:
+    """Pairs turned to agree with a hidden order of the items, so no cycle can arise; a pair of
+    one item twice is dropped (that would be an error, see tests/test_bad_input.py)."""
+    if pairs is None:
+        return None
+
+    def key(x: int) -> tuple:
+        return ((x * 7 + seed) % universe, x)
+
+    out = []
+    for pair in pairs:
+        if pair is None or pair[0] is None or pair[1] is None:
+            out.append(pair)
+        elif pair[0] != pair[1]:
+            out.append(pair if key(pair[0]) < key(pair[1]) else (pair[1], pair[0]))
+    return out
+
+
+PAIRS = st.one_of(st.none(), st.lists(st.one_of(st.none(), st.tuples(ITEM, ITEM)), max_size=14))
+
+
+def _random_pairs(rng: random.Random, universe: int, most: int) -> list | None:
+    if rng.random() < 0.05:
+        return None
+    pairs: list = []
+    for _ in range(rng.randint(0, most)):
+        pair = (rng.randrange(universe), rng.randrange(universe))
+        pairs.append(None if rng.random() < 0.03 else pair)
+    return pairs
+
+
+@st.composite
+def preference_batches(draw) -> tuple[list[PreferenceRow], IdKind]:
+    seeds = st.integers(0, 12)
+    drawn = draw(st.lists(st.tuples(ID_LIST, PAIRS, PAIRS, seeds, seeds), min_size=1,
+                          max_size=8))
+    rows = [PreferenceRow(rec, _oriented(t, a, 13), _oriented(s, b, 13))
+            for rec, t, s, a, b in drawn]
+    size = draw(st.sampled_from(BATCH_SIZES))
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    while len(rows) < size:
+        long = rng.random() < 0.001
+        universe = 400 if long else rng.randint(2, 15)
+        most = 600 if long else 12
+        rows.append(PreferenceRow(
+            _random_list(rng, universe, 300 if long else 12),
+            _oriented(_random_pairs(rng, universe, most), rng.randrange(universe), universe),
+            _oriented(_random_pairs(rng, universe, most), rng.randrange(universe), universe),
+        ))
+    return rows[:size], draw(st.sampled_from(ID_KINDS))
+
+
+def _pairs_arrow(kind: IdKind, rows: list, side: str) -> pa.Array:
+    values = []
+    for row in rows:
+        pairs = getattr(row, side)
+        values.append(None if pairs is None else [
+            None if p is None else {"better": _ids(kind, [p[0]])[0], "worse": _ids(kind, [p[1]])[0]}
+            for p in pairs])
+    return pa.array(values, pa.list_(pa.struct([("better", kind.arrow), ("worse", kind.arrow)])))
+
+
+def _plain(pairs: list | None) -> list:
+    return [p for p in pairs or [] if p is not None and None not in p]
+
+
+@SETTINGS
+@given(batch=preference_batches(), discount_name=st.sampled_from(DISCOUNTS),
+       likelihood=st.sampled_from([0.0, 0.5, 0.7, 1.0]))
+def test_edrc_and_edrc_preferences_equal_the_reference(con, batch, discount_name, likelihood):
+    rows, kind = batch
+    table = pa.table({
+        "id": pa.array(range(len(rows)), pa.int64()),
+        "rec": pa.array([_ids(kind, r.rec) for r in rows], pa.list_(kind.arrow)),
+        "truth": _pairs_arrow(kind, rows, "truth"),
+        "system": _pairs_arrow(kind, rows, "system"),
+    })
+    con.register("preference_arrow", table)
+    pair_type = f"STRUCT(better {kind.truth_type}, worse {kind.truth_type})[]"
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE preference_rows AS SELECT id,
+        rec::{kind.rec_type}[] AS rec, truth::{pair_type} AS truth, system::{pair_type} AS system
+        FROM preference_arrow""")
+    con.unregister("preference_arrow")
+    actual = con.execute(
+        f"SELECT edrc(rec, truth, '{discount_name}'), edrc_preferences(system, truth, "
+        f"discount := '{discount_name}', likelihood := {likelihood}) "
+        "FROM preference_rows ORDER BY id").fetchall()
+
+    ranked_expected, preference_expected = [], []
+    for row in rows:
+        if row.rec is None or row.truth is None:
+            ranked_expected.append(None)
+        else:
+            order = [x for x in dict.fromkeys(row.rec) if x is not None]
+            system = {(a, b) for i, a in enumerate(order) for b in order[i + 1:]}
+            ranked_expected.append(ref_edrc(order, _plain(row.truth), discount_name, system))
+        if row.system is None or row.truth is None:
+            preference_expected.append(None)
+        else:
+            named = {x for p in row.system if p is not None for x in p if x is not None}
+            system = _closure(named, set(_plain(row.system)))
+            preference_expected.append(
+                ref_edrc(list(named), _plain(row.truth), discount_name, system, likelihood))
+    assert_values([a for a, _ in actual], ranked_expected, f"edrc ({kind.name})")
+    assert_values([b for _, b in actual], preference_expected, f"edrc_preferences ({kind.name})")
+
+
+# --- rank correlations (docs/preference.md, "Rank correlations") ---------------------------------
+
+CORRELATION_GRADES = (-1.5, 0.0, 1.0, 2.0, 2.0, 3.5, 7.0)
+
+
+def _compared(rec: list, grades: dict) -> list[float]:
+    """Truth grades of the items of rec that truth grades, first occurrences, in rec's order."""
+    seen: set = set()
+    out = []
+    for item in rec:
+        if item is not None and item not in seen and item in grades:
+            out.append(grades[item])
+        seen.add(item)
+    return out
+
+
+def _average_ranks(grades: list[float]) -> list[float]:
+    """Rank 1 = the highest grade; tied grades share their average rank."""
+    return [sum(1 for h in grades if h > g) + (sum(1 for h in grades if h == g) + 1) / 2
+            for g in grades]
+
+
+def ref_correlations(rec: list | None, grades: dict | None) -> dict | None:
+    if rec is None or grades is None:
+        return None
+    g = _compared(rec, grades)
+    n = len(g)
+    if n < 2 or len(set(g)) == 1:
+        return None
+    concordant = sum(1 for i in range(n) for j in range(i + 1, n) if g[i] > g[j])
+    discordant = sum(1 for i in range(n) for j in range(i + 1, n) if g[i] < g[j])
+    pairs = n * (n - 1) / 2
+    tied = pairs - concordant - discordant
+    system, truth = list(range(1, n + 1)), _average_ranks(g)
+    mean = (n + 1) / 2
+    covariance = sum((s - mean) * (t - mean) for s, t in zip(system, truth, strict=True))
+    spread = math.sqrt(sum((s - mean) ** 2 for s in system) * sum((t - mean) ** 2 for t in truth))
+    ap = 2 / (n - 1) * sum(
+        (sum(1 for h in g[:i] if h > g[i]) + 0.5 * sum(1 for h in g[:i] if h == g[i])) / i
+        for i in range(1, n)) - 1
+    return {
+        "spearman": covariance / spread,
+        "kendall_tau": (concordant - discordant) / math.sqrt(pairs * (pairs - tied)),
+        "ap_correlation": ap,
+        "fcp": concordant / (concordant + discordant),
+    }
+
+
+CORRELATIONS = ("spearman", "kendall_tau", "ap_correlation", "fcp")
+
+
+@SETTINGS
+@given(batch=batches())
+def test_rank_correlations_equal_the_reference(con, batch):
+    load(con, batch, CORRELATION_GRADES)
+    calls = ", ".join(f"{name}(rec, graded)" for name in CORRELATIONS)
+    actual = con.execute(f"SELECT {calls} FROM batch ORDER BY id").fetchall()
+    expected = [ref_correlations(r.rec, r.grade_map(CORRELATION_GRADES)) for r in batch.rows]
+    for column, name in enumerate(CORRELATIONS):
+        assert_values([a[column] for a in actual],
+                      [None if e is None else e[name] for e in expected],
+                      f"{name} ({batch.kind.name})")
+
+
+# --- the hivemall schema (docs/hivemall.md, "The functions") -------------------------------------
+# Aggregates: the mean over the rows of a group whose truth is not NULL, 0.0 for a group without
+# such a row. Matching: every occurrence of a truth item in the top K is a hit, NULL matches NULL,
+# T = len(truth) with duplicates, NULL rec is an empty list, K = min(len(rec), k).
+
+def _java_divide(numerator: float, denominator: float) -> float:
+    if denominator == 0:
+        return math.nan if numerator == 0 or math.isnan(numerator) else math.copysign(
+            math.inf, numerator)
+    return numerator / denominator
+
+
+def hivemall_row(name: str, rec: list | None, truth: list, k: Any) -> float:
+    items = rec or []
+    length = len(items)
+    cut = length if k == ALL else k
+    top = min(length, cut)
+    relevant = set(truth)  # NULL matches NULL
+    positions = [i for i, item in enumerate(items[:top], start=1) if item in relevant]
+    hits, size = len(positions), len(truth)
+    if name == "recall_at":
+        return float(length == 0) if size == 0 else hits / size
+    if name == "precision_at":
+        return float(size == 0) if length == 0 else _java_divide(hits, top)
+    if name == "average_precision":
+        if size == 0:
+            return float(length == 0)
+        return 0.0 if hits == 0 else sum(j / p for j, p in enumerate(positions, 1)) / hits
+    if name == "mrr":
+        return 1 / positions[0] if positions else 0.0
+    if name == "hitrate":
+        return float(hits > 0)
+    if name == "ndcg":
+        ideal = min(size, top)
+        if ideal == 0:
+            return 0.0
+        return sum(1 / (math.log(p + 1) / math.log(2)) for p in positions) / sum(
+            1 / (math.log(i + 1) / math.log(2)) for i in range(1, ideal + 1))
+    if name == "auc":  # correctly ordered (hit, miss) pairs in the top K / (TP * (k - TP))
+        if hits * (cut - hits) == 0:
+            return 0.5
+        hit_at = set(positions)
+        ordered, misses_below = 0, 0  # walk up from the bottom of the top K
+        for position in range(top, 0, -1):
+            if position in hit_at:
+                ordered += misses_below
+            else:
+                misses_below += 1
+        return ordered / (hits * (cut - hits))
+    raise KeyError(name)
+
+
+def hivemall_mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def assert_means(actual: list, expected: list, what: str) -> None:
+    for group, (a, e) in enumerate(zip(actual, expected, strict=True)):
+        if math.isnan(e) or math.isinf(e):
+            assert a == e or (math.isnan(a) and math.isnan(e)), f"{what}, group {group}"
+        else:
+            assert a == pytest.approx(e, rel=1e-12, abs=1e-12), f"{what}, group {group}"
+
+
+HIVEMALL_MEASURES = ("recall_at", "precision_at", "average_precision", "mrr", "hitrate", "ndcg",
+                     "auc")
+SAME_TYPE_KINDS = tuple(kind for kind in ID_KINDS if kind.rec_type == kind.truth_type)
+
+
+@SETTINGS
+@given(batch=batches(SAME_TYPE_KINDS), groups=st.integers(1, 60),
+       zero_k=st.integers(0, 1))
+def test_hivemall_measures_equal_the_reference(con, batch, groups, zero_k):
+    # Hivemall's k is an integer >= 0 and never NULL: NULL k becomes 0 or 3 here.
+    rows = [Row(r.rec, r.truth, (0 if zero_k else 3) if r.k is None else r.k, r.seed)
+            for r in batch.rows]
+    batch = Batch(rows, batch.kind, batch.k_omitted)
+    load(con, batch)
+    group_of = [r.seed % groups for r in rows]
+    k = k_argument(batch)
+    calls = ", ".join(f"hivemall.{name}(rec, truth{k})" for name in HIVEMALL_MEASURES)
+    actual = con.execute(
+        f"SELECT (?::BIGINT[])[id + 1] AS g, {calls} FROM batch GROUP BY g ORDER BY g",
+        [group_of]).fetchall()
+    present = sorted(set(group_of))
+    assert [a[0] for a in actual] == present
+    cuts = cutoffs(batch)
+    for column, name in enumerate(HIVEMALL_MEASURES, start=1):
+        expected = []
+        for group in present:
+            values = [hivemall_row(name, r.rec, r.truth, cuts[i])
+                      for i, r in enumerate(rows) if group_of[i] == group and r.truth is not None]
+            expected.append(hivemall_mean(values))
+        assert_means([a[column] for a in actual], expected, f"hivemall.{name} ({batch.kind.name})")
+
+
+def _hivemall_graded_dcg(grades: list[float], k: int) -> float:
+    """sum over i <= min(len, k) of ((2^g - 1) ln 2) / ln(i + 1), left to right."""
+    return sum(((2.0**g - 1) * math.log(2)) / math.log(i + 1)
+               for i, g in enumerate(grades[:k], start=1))
+
+
+@SETTINGS
+@given(
+    rows=st.lists(st.tuples(GRADE_LIST, GRADE_LIST, st.integers(0, 12), st.integers(0, 4)),
+                  min_size=1, max_size=40),
+    k_omitted=st.booleans(),
+)
+def test_hivemall_graded_ndcg_equals_the_reference(con, rows, k_omitted):
+    """ndcg(rec structs, truth grades [, k]): DCG(rec grades, k) / DCG(truth as given, k), no
+    zero guard; NULL rec counts as empty, NULL truth skips the row."""
+    table = pa.table({
+        "g": pa.array([r[3] for r in rows], pa.int64()),
+        "rec": pa.array([None if r[0] is None else [{"rel": x, "item": 0} for x in r[0]]
+                         for r in rows],
+                        pa.list_(pa.struct([("rel", pa.float64()), ("item", pa.int64())]))),
+        "truth": pa.array([r[1] for r in rows], pa.list_(pa.float64())),
+        "k": pa.array([r[2] for r in rows], pa.int64()),
+    })
+    con.register("graded_groups", table)
+    k = "" if k_omitted else ", k"
+    actual = dict(con.execute(
+        f"SELECT g, hivemall.ndcg(rec, truth{k}) FROM graded_groups GROUP BY g").fetchall())
+    con.unregister("graded_groups")
+    for group, value in actual.items():
+        values = []
+        for rec, truth, cut, g in rows:
+            if g != group or truth is None:
+                continue
+            cut = len(rec or []) if k_omitted else cut
+            values.append(_java_divide(_hivemall_graded_dcg(rec or [], cut),
+                                       _hivemall_graded_dcg(truth, cut)))
+        assert_means([value], [hivemall_mean(values)], f"hivemall.ndcg graded, group {group}")
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.sampled_from([None, 0.0, 0.1, 0.5, 0.5, 0.9, 1.0]),
+                          st.sampled_from([None, 0, 1, -1]), st.integers(0, 3)),
+                min_size=1, max_size=300))
+def test_hivemall_classification_auc_equals_pair_counting(con, rows):
+    """auc(score, label) = (pairs ranked right + half the tied pairs) / (P * N), rows with a NULL
+    skipped (docs/hivemall.md); groups with one class are an error, left to test_bad_input."""
+    groups: dict = {}
+    for score, label, g in rows:
+        if score is not None and label is not None:
+            groups.setdefault(g, []).append((score, label))
+    both = [g for g, pairs in groups.items()
+            if {1} & {lab for _, lab in pairs} and {0, -1} & {lab for _, lab in pairs}]
+    if not both:
+        return
+    table = pa.table({"score": pa.array([r[0] for r in rows], pa.float64()),
+                      "label": pa.array([r[1] for r in rows], pa.int64()),
+                      "g": pa.array([r[2] for r in rows], pa.int64())})
+    con.register("scored", table)
+    actual = dict(con.execute(
+        "SELECT g, hivemall.auc(score, label) FROM scored WHERE g IN (SELECT unnest(?)) "
+        "GROUP BY g", [both]).fetchall())
+    con.unregister("scored")
+    for g in both:
+        positives = [s for s, lab in groups[g] if lab == 1]
+        negatives = [s for s, lab in groups[g] if lab != 1]
+        right = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in positives for n in negatives)
+        assert actual[g] == pytest.approx(right / (len(positives) * len(negatives)), rel=1e-12)
+
+
+# --- to_ordered_list (main and hivemall), to_ordered_map, collect_set, collect_list --------------
+
+ORDER_OPTIONS = ("", "-reverse", "-k 2", "-k -2", "-k 3 -reverse", "-dedup",
+                 "-k -1 -reverse -dedup", "-reverse_order -k 10")
+
+
+def ref_to_ordered_list(pairs: list[tuple], options: str) -> list | None:
+    """docs: ascending by key; -reverse descending; -k n the n largest descending, -k -n the n
+    smallest ascending, -reverse flips either; ties ordered by value; -dedup drops repeated
+    (key, value) pairs; rows with a NULL key or value skipped; NULL when none is left."""
+    tokens = options.split()
+    k = int(tokens[tokens.index("-k") + 1]) if "-k" in tokens else None
+    reverse = "-reverse" in tokens or "-reverse_order" in tokens
+    kept = [(key, value) for key, value in pairs if key is not None and value is not None]
+    if "-dedup" in tokens:
+        kept = list(set(kept))
+    if not kept:
+        return None
+    descending = reverse != (k is not None and k > 0)
+    ordered = sorted(kept, reverse=descending)
+    return [value for _, value in ordered[: abs(k) if k is not None else len(ordered)]]
+
+
+GROUPED_ROWS = st.lists(
+    st.tuples(st.one_of(st.none(), st.integers(0, 6)), st.one_of(st.none(), st.integers(0, 9)),
+              st.integers(0, 4)),
+    min_size=1, max_size=60)
+
+
+@SETTINGS
+@given(rows=GROUPED_ROWS, options=st.sampled_from(ORDER_OPTIONS))
+def test_to_ordered_list_equals_the_reference(con, rows, options):
+    con.execute("CREATE OR REPLACE TEMP TABLE long_rows (key INT, value INT, g INT)")
+    con.executemany("INSERT INTO long_rows VALUES (?, ?, ?)", rows)
+    for schema in ("main", "hivemall"):
+        actual = dict(con.execute(
+            f"SELECT g, {schema}.to_ordered_list(value, key, ?) FROM long_rows GROUP BY g",
+            [options]).fetchall())
+        for group, value in actual.items():
+            pairs = [(key, v) for key, v, g in rows if g == group]
+            assert value == ref_to_ordered_list(pairs, options), (schema, group)
+    # One argument: the values sorted by themselves.
+    actual = dict(con.execute("SELECT g, to_ordered_list(value) FROM long_rows GROUP BY g")
+                  .fetchall())
+    for group, value in actual.items():
+        assert value == ref_to_ordered_list([(v, v) for _, v, g in rows if g == group], "")
+
+
+@SETTINGS
+@given(rows=GROUPED_ROWS, order=st.sampled_from([None, True, False, 1, 2, -1, -3]))
+def test_hivemall_to_ordered_map_and_collections_equal_the_reference(con, rows, order):
+    """to_ordered_map: sorted by key, one entry per key (rows arrive in (key, value) order, NULL
+    values sorting last, and the last row of a key wins), NULL keys skipped; true = descending,
+    k > 0 the k largest keys descending, k < 0 the |k| smallest ascending.
+    collect_set / collect_list: the non-NULL values, [] for a group without any."""
+    con.execute("CREATE OR REPLACE TEMP TABLE long_rows (key INT, value INT, g INT)")
+    con.executemany("INSERT INTO long_rows VALUES (?, ?, ?)", rows)
+    third = "" if order is None else f", {str(order).lower()}"
+    actual = con.execute(
+        f"SELECT g, hivemall.to_ordered_map(key, value{third}), hivemall.collect_set(value), "
+        "hivemall.collect_list(value) FROM long_rows GROUP BY g").fetchall()
+    for group, mapping, collected_set, collected_list in actual:
+        in_group = [(key, v) for key, v, g in rows if g == group]
+        last: dict = {}
+        for key, value in sorted((p for p in in_group if p[0] is not None),
+                                 key=lambda p: (p[0], p[1] is None, p[1] or 0)):
+            last[key] = value
+        keys = sorted(last)
+        if order is True or (isinstance(order, int) and not isinstance(order, bool) and order > 0):
+            keys = keys[::-1]
+        if isinstance(order, int) and not isinstance(order, bool):
+            keys = keys[: abs(order)]
+        assert list(mapping.items()) == [(key, last[key]) for key in keys], group
+        values = [v for _, v in in_group if v is not None]
+        assert sorted(collected_set) == sorted(set(values))
+        assert sorted(collected_list) == sorted(values)
+
+
+# --- every function is covered above -------------------------------------------------------------
+
+def test_every_metric_and_hivemall_function_has_a_property():
+    covered = {m.name for m in SQL_RECORDS} | {"ndcg_grades", "edrc", "edrc_preferences",
+                                                 *CORRELATIONS}
+    assert covered == {m.name for m in METRICS}
+    hivemall_functions = {
+        row[0] for row in duckrank.connect().execute(
+            "SELECT DISTINCT function_name FROM duckdb_functions() WHERE schema_name = 'hivemall' "
+            "AND function_name NOT LIKE 'duckrank_%'").fetchall()
+    }
+    # struct(v1, ..., vn) builds a struct literal and has no metric semantics to check here;
+    # its field names are checked in tests/test_bad_input.py.
+    assert hivemall_functions == {*HIVEMALL_MEASURES, "to_ordered_list", "to_ordered_map",
+                                  "collect_set", "collect_list", "struct"}
