@@ -55,14 +55,16 @@ def relevant_count_sql(truth: str) -> str:
 def cutoff_sql(function: str, rec: str, k: str) -> str:
     """The validated cut-off as BIGINT: NULL for a NULL k, len(rec) for ``'all'``, an error naming
     the function (``function`` is a SQL expression) and the value for anything else that is not a
-    positive integer."""
+    positive integer (NaN and infinities included). A k too large for BIGINT (a HUGEINT, 1e30)
+    is beyond every list: it is capped rather than turned into NULL."""
     as_double = f"try_cast({k} AS DOUBLE)"
     return (
         f"(CASE WHEN {k} IS NULL THEN NULL "
         f"WHEN {k}::VARCHAR = 'all' THEN len({rec}) "
-        f"WHEN {as_double} IS NULL OR {as_double} < 1 OR {as_double} <> floor({as_double}) "
+        f"WHEN {as_double} IS NULL OR NOT isfinite({as_double}) OR {as_double} < 1 "
+        f"OR {as_double} <> floor({as_double}) "
         f"THEN error({function} || ': k must be a positive integer or ''all'', got ' || {k}::VARCHAR) "
-        f"ELSE try_cast({k} AS BIGINT) END)"
+        f"ELSE coalesce(try_cast({k} AS BIGINT), least({as_double}, 9e18)::BIGINT) END)"
     )
 
 
