@@ -158,11 +158,14 @@ def cutoff(function: str, k: pa.Array | None, rec_lengths: np.ndarray) -> np.nda
         if pc.any(unparsable).as_py():
             raise _k_error(function, pc.filter(k, pc.fill_null(unparsable, False))[0].as_py())
         k = pc.cast(numbers, pa.float64())
+    null = given.is_null().to_numpy(zero_copy_only=False)
     values = pc.cast(k, pa.float64()).to_numpy(zero_copy_only=False)
-    bad = ~np.isnan(values) & ((values < 1) | (values != np.floor(values)))
-    if bad.any():
+    bad = ~null & ~is_all & ~(np.isfinite(values) & (values >= 1) & (values == np.floor(values)))
+    if bad.any():  # NaN and infinity included, as in DuckDB
         raise _k_error(function, given[int(np.argmax(bad))].as_py())
-    return np.where(is_all, rec_lengths, values)
+    # A k beyond any list length means the whole list; cap it where float64 is still exact.
+    values = np.minimum(values, 2.0**53)
+    return np.where(null, np.nan, np.where(is_all, rec_lengths, values))
 
 
 # --- metrics -------------------------------------------------------------------------------------

@@ -262,16 +262,18 @@ def test_k_forms(spark):
         " precision_at(array(1L, 2L, 3L), array(2L), '2'),"
         " precision_at(array(1L, 2L, 3L), array(2L), CAST(NULL AS INT)),"
         " precision_at(array(1L, 2L, 3L), array(2L), NULL),"
-        " precision_at(CAST(NULL AS ARRAY<BIGINT>), array(2L), 2)"
+        " precision_at(CAST(NULL AS ARRAY<BIGINT>), array(2L), 2),"
+        " precision_at(array(1L, 2L, 3L), array(2L), 1e30)"
     ).collect()[0]
-    assert list(row) == [pytest.approx(1 / 3), pytest.approx(1 / 3), 0.5, 0.5, None, None, None]
+    third = pytest.approx(1 / 3)
+    assert list(row) == [third, third, 0.5, 0.5, None, None, None, third]
 
 
-@pytest.mark.parametrize("k", ["0", "-1", "2.5", "'ten'"])
+@pytest.mark.parametrize("k", ["0", "-1", "2.5", "'ten'", "CAST('NaN' AS DOUBLE)"])
 def test_bad_k_is_an_error_naming_function_and_value(spark, k):
     with pytest.raises(PySparkException) as error:
         spark.sql(f"SELECT ndcg(array(1L, 2L), array(2L), {k})").collect()
-    value = k.strip("'")
+    value = "nan" if "NaN" in k else k.strip("'")
     assert f"ndcg: k must be a positive integer or 'all', got {value}" in str(error.value)
 
 
