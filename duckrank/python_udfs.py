@@ -2,8 +2,10 @@
 
 Each ``PythonUDF`` is registered as a DuckDB arrow UDF (``type="arrow"``: the function receives
 a whole vector of rows as pyarrow arrays). The math lives in pure numpy kernels
-(``duckrank.metrics.preference``, ``duckrank.metrics.correlation``); this module only turns Arrow
-into their inputs and their results back into Arrow.
+(``duckrank.metrics.preference``, ``duckrank.metrics.correlation``) and the step that turns
+(rec, truth) into their input in ``duckrank.matching_preferences`` (shared with Spark); this
+module only turns the macros' arguments back into (rec, truth) Arrow lists and the results into
+Arrow.
 
 DuckDB's Python API has no ANY type and no overloading, so each public function is a TEMP macro
 (``session_statements``) that reshapes its arguments natively and calls an internal UDF
@@ -11,8 +13,8 @@ DuckDB's Python API has no ANY type and no overloading, so each public function 
 
 * item ids travel as one list per row, the concatenation of every id argument (``rec || better
   items || worse items``), so DuckDB unifies their types (INTEGER with BIGINT, ...); the UDF
-  parameter is a UNION of list types (``ID_LISTS``), which keeps integer ids as integers. Each row's
-  ids are turned into small integer codes by one ``dictionary_encode`` of the batch.
+  parameter is a UNION of list types (``ID_LISTS``), which keeps integer ids as integers; the
+  UDF cuts each row's list back into its arguments by their lengths (vectorised takes).
 * correlations compare rec with the keys of a MAP(VARCHAR, DOUBLE) truth, as the graded metrics do
   (an item matches a key when ``item::VARCHAR`` equals it), so their ids travel as VARCHAR.
 
@@ -34,14 +36,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from duckrank.definitions import Metric, Option
-from duckrank.metrics import METRICS
-from duckrank.metrics.correlation import RankedGrades
-from duckrank.metrics.preference import (
-    Edges,
-    PreferenceCycleError,
-    PreferenceRows,
-    gather_ranges,
+from duckrank.matching_preferences import (
+    match_preferences,
+    match_ranked_grades,
+    match_system_preferences,
+    pairs_type_error,
+    run_preference_kernel,
 )
+from duckrank.metrics import METRICS
+from duckrank.metrics.preference import gather_ranges
 
 ID_LISTS = "UNION(i BIGINT[], u UBIGINT[], h HUGEINT[], s VARCHAR[], id UUID[])"
 
@@ -64,7 +67,7 @@ class PythonUDF:
         )
 
 
-# --- Arrow in ------------------------------------------------------------------------------------
+# --- Arrow in: the macros' reshaped arguments back into (rec, truth) Arrow lists -----------------
 
 def _combined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
@@ -91,50 +94,6 @@ def _int_column(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return pc.fill_null(_combined(values), 0).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-@dataclass(frozen=True)
-class _CodedIds:
-    """Every row's id list as integer codes: equal ids share a code within a batch, -1 is NULL."""
-
-    codes: np.ndarray
-    starts: np.ndarray  # flat index of each row's first id
-    dictionary: pa.Array
-
-    @property
-    def span(self) -> int:
-        """A multiplier that makes ``row * span + code`` unique per (row, id)."""
-        return len(self.dictionary) + 1
-
-    def part(self, begin: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(row, flat index) of the ids at row positions begin .. begin + length - 1."""
-        row = np.repeat(np.arange(len(length)), length)
-        return row, gather_ranges(self.starts + begin, length)
-
-    def name(self, code: int) -> str:
-        value = self.dictionary[code].as_py()
-        return repr(value) if isinstance(value, str) else str(value)
-
-
-def _coded_ids(lists: pa.ListArray) -> _CodedIds:
-    offsets = lists.offsets.to_numpy().astype(np.int64)
-    values = lists.values.slice(offsets[0], offsets[-1] - offsets[0])
-    encoded = values.dictionary_encode()
-    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    return _CodedIds(codes, offsets[:-1] - offsets[0], encoded.dictionary)
-
-
-def _first_seen(keys: np.ndarray) -> tuple[np.ndarray, pa.Array]:
-    """Dense codes of ``keys`` numbered in order of first appearance, and the distinct keys in
-    that order (Arrow's hash-based dictionary encoding: no sort)."""
-    encoded = pa.array(keys, type=pa.int64()).dictionary_encode()
-    return encoded.indices.to_numpy().astype(np.int64), encoded.dictionary
-
-
-def _code_in(keys: np.ndarray, dictionary: pa.Array) -> np.ndarray:
-    """The code of each key in ``dictionary`` (from ``_first_seen``), -1 where absent."""
-    found = pc.index_in(pa.array(keys, type=pa.int64()), value_set=dictionary)
-    return pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-
-
 def _struct_fields(type_name: str) -> int | None:
     """The number of fields of a ``STRUCT(...)[]`` or ``TUPLE(...)[]`` as DuckDB's typeof() spells
     it; None for any other type (a NULL argument)."""
@@ -151,179 +110,76 @@ def _struct_fields(type_name: str) -> int | None:
 
 
 def _check_pairs(function: str, argument: str, type_names: pa.Array | pa.ChunkedArray) -> None:
+    """The macro passes only the first two fields of each struct, so their number is checked on
+    the argument's typeof() text."""
     names = pc.drop_null(_combined(type_names))
     name = names[0].as_py() if len(names) else None
     if name is not None and _struct_fields(name) not in (None, 2):
-        raise ValueError(
-            f"{function}: {argument} must be a list of two-field structs (preferred item, "
-            f"other item); got {name}"
-        )
+        raise pairs_type_error(function, argument, name)
 
 
-@dataclass(frozen=True)
-class _Items:
-    """The distinct non-NULL ids of one part of every row, numbered 0, 1, ... across the batch
-    in row-major order of first appearance, so each row's items are consecutive and in the order
-    the row lists them."""
-
-    dictionary: pa.Array  # the (row, id) keys, by item number
-    row: np.ndarray  # per item
-    code: np.ndarray  # per item: its id's code in the batch's _CodedIds
-    position: np.ndarray  # per item: where it first appears in its row's list
-    first: np.ndarray  # per row: number of its first item
-    counts: np.ndarray  # per row: number of its items
-
-    def find(self, row: np.ndarray, code: np.ndarray, span: int) -> np.ndarray:
-        """The item number of each (row, id code), -1 where the row has no such item."""
-        return _code_in(row * span + code, self.dictionary)
-
-    def names(self, ids: _CodedIds, row: int, local: list[int]) -> list[str]:
-        return [ids.name(int(c)) for c in self.code[self.first[row] + np.array(local)]]
-
-
-def _items(coded: _CodedIds, begin: np.ndarray, length: np.ndarray) -> _Items:
-    row, at = coded.part(begin, length)
-    code = coded.codes[at]
-    named = code >= 0
-    row, at, code = row[named], at[named], code[named]
-    item, dictionary = _first_seen(row * coded.span + code)
-    first_time = item > np.r_[-1, np.maximum.accumulate(item)[:-1]]  # numbers grow by one
-    counts = np.bincount(row[first_time], minlength=len(length))
-    return _Items(
-        dictionary,
-        row[first_time],
-        code[first_time],
-        (at - coded.starts[row])[first_time],
-        np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64),
-        counts,
-    )
-
-
-def _pairs(
-    coded: _CodedIds, begin: np.ndarray, length: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, preferred id code, other id code) of the pairs stored as ``length`` preferred items
-    from ``begin`` followed by as many other items; pairs with a NULL item are left out."""
-    row, better_at = coded.part(begin, length)
-    _, worse_at = coded.part(begin + length, length)
-    better, worse = coded.codes[better_at], coded.codes[worse_at]
-    named = (better >= 0) & (worse >= 0)
-    return row[named], better[named], worse[named]
-
-
-def _self_preference(
-    function: str, argument: str, ids: _CodedIds, codes: np.ndarray, same: np.ndarray
-) -> None:
-    if same.any():
-        raise ValueError(
-            f"{function}: {argument} prefers item {ids.name(int(codes[same][0]))} to itself "
-            "(a cycle of one item)"
-        )
-
-
-def _lengths(*columns: pa.Array) -> tuple[np.ndarray, ...]:
-    """Each length column as int64 with 0 on rows where any of them is NULL, and the validity."""
-    valid = np.logical_and.reduce([_valid(c) for c in columns])
-    return valid, *(np.where(valid, _int_column(c), 0) for c in columns)
-
-
-def _ranked_preferences(
-    function: str, ids: pa.Array, rec_len: pa.Array, truth_len: pa.Array
-) -> tuple[PreferenceRows, _CodedIds, _Items]:
-    """edrc(rec, truth): the row's list is rec || truth's preferred items || their other items.
-    Nodes are the items of V numbered in rec's order, so a lower node is preferred."""
+def _segments(
+    ids: pa.Array | pa.ChunkedArray, *length_columns: pa.Array | pa.ChunkedArray,
+    repeats: tuple[int, ...],
+) -> list[pa.ListArray]:
+    """Split each row's id list into consecutive segments: ``repeats[i]`` segments of
+    ``length_columns[i]`` ids each, in order. A row where the list or a length is NULL is NULL
+    in every segment."""
     lists = _id_lists(ids)
-    valid, n_rec, n_truth = _lengths(rec_len, truth_len)
-    valid &= _valid(lists)
-    n_rec, n_truth = np.where(valid, n_rec, 0), np.where(valid, n_truth, 0)
-    coded = _coded_ids(lists)
-    rec = _items(coded, np.zeros(len(lists), dtype=np.int64), n_rec)
+    valid = _valid(lists) & np.logical_and.reduce([_valid(c) for c in length_columns])
+    row_start = lists.offsets.to_numpy().astype(np.int64)[:-1]
+    mask = pa.array(~valid)
+    segments = []
+    for column, count in zip(length_columns, repeats, strict=True):
+        length = np.where(valid, _int_column(column), 0)
+        for _ in range(count):
+            take = gather_ranges(row_start, length)
+            offsets = pa.array(np.concatenate([[0], np.cumsum(length)]), pa.int32())
+            segments.append(
+                pa.ListArray.from_arrays(offsets, lists.values.take(pa.array(take)), mask=mask)
+            )
+            row_start = row_start + length
+    return segments
 
-    row, better_code, worse_code = _pairs(coded, n_rec, n_truth)
-    better, worse = rec.find(row, better_code, coded.span), rec.find(row, worse_code, coded.span)
-    ranked = (better >= 0) & (worse >= 0)
-    _self_preference(function, "truth", coded, better_code, ranked & (better == worse))
-    row, better, worse = row[ranked], better[ranked], worse[ranked]
 
-    in_v = np.zeros(len(rec.row), dtype=bool)
-    in_v[better] = in_v[worse] = True
-    node_of_item = np.cumsum(in_v) - 1
-    nodes = _Items(
-        rec.dictionary, rec.row[in_v], rec.code[in_v], rec.position[in_v],
-        *_row_starts(np.bincount(rec.row[in_v], minlength=len(lists))),
+def _preference_list(better: pa.ListArray, worse: pa.ListArray) -> pa.ListArray:
+    """Two segments of equal lengths as one list of (preferred, other) structs."""
+    pairs = pa.StructArray.from_arrays([better.values, worse.values], ["preferred", "other"])
+    return pa.ListArray.from_arrays(better.offsets, pairs, mask=better.is_null())
+
+
+def _rec_and_preferences(
+    ids: pa.Array, rec_len: pa.Array, truth_len: pa.Array
+) -> tuple[pa.ListArray, pa.ListArray]:
+    """edrc: each row's ids are rec || truth's preferred items || their other items."""
+    rec, better, worse = _segments(ids, rec_len, truth_len, repeats=(1, 2))
+    return rec, _preference_list(better, worse)
+
+
+def _two_preference_lists(
+    ids: pa.Array, system_len: pa.Array, truth_len: pa.Array
+) -> tuple[pa.ListArray, pa.ListArray]:
+    """edrc_preferences: each row's ids are system's preferred items || system's other items ||
+    truth's preferred items || truth's other items."""
+    s_better, s_worse, t_better, t_worse = _segments(
+        ids, system_len, truth_len, repeats=(2, 2)
     )
-    truth = Edges(
-        row, node_of_item[better] - nodes.first[row], node_of_item[worse] - nodes.first[row]
-    )
-    return PreferenceRows(nodes.counts, truth, None, valid), coded, nodes
+    return _preference_list(s_better, s_worse), _preference_list(t_better, t_worse)
 
 
-def _row_starts(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64), counts
-
-
-def _both_preferences(
-    function: str, ids: pa.Array, system_len: pa.Array, truth_len: pa.Array
-) -> tuple[PreferenceRows, _CodedIds, _Items]:
-    """edrc_preferences(system, truth): the row's list is system's preferred items || system's
-    other items || truth's preferred items || truth's other items. Nodes are the items of the
-    system's preferences."""
-    lists = _id_lists(ids)
-    valid, n_system, n_truth = _lengths(system_len, truth_len)
-    valid &= _valid(lists)
-    n_system, n_truth = np.where(valid, n_system, 0), np.where(valid, n_truth, 0)
-    coded = _coded_ids(lists)
-    span = coded.span
-    nodes = _items(coded, np.zeros(len(lists), dtype=np.int64), 2 * n_system)
-
-    def local(row: np.ndarray, code: np.ndarray) -> np.ndarray:
-        item = nodes.find(row, code, span)
-        return np.where(item >= 0, item - nodes.first[row], -1)
-
-    s_row, s_better, s_worse = _pairs(coded, np.zeros(len(lists), dtype=np.int64), n_system)
-    _self_preference(function, "system", coded, s_better, s_better == s_worse)
-    system = Edges(s_row, local(s_row, s_better), local(s_row, s_worse))
-    t_row, t_better, t_worse = _pairs(coded, 2 * n_system, n_truth)
-    better, worse = local(t_row, t_better), local(t_row, t_worse)
-    ranked = (better >= 0) & (worse >= 0)
-    _self_preference(function, "truth", coded, t_better, ranked & (t_better == t_worse))
-    truth = Edges(t_row[ranked], better[ranked], worse[ranked])
-    return PreferenceRows(nodes.counts, truth, system, valid), coded, nodes
-
-
-def _ranked_grades(
-    function: str, ids: pa.Array, rec_len: pa.Array, grades: pa.Array
-) -> RankedGrades:
-    """spearman & co: the row's list is rec's items as VARCHAR || truth's keys; ``grades`` are
+def _rec_and_grade_map(
+    ids: pa.Array, rec_len: pa.Array, grades: pa.Array
+) -> tuple[pa.ListArray, pa.MapArray]:
+    """The correlations: each row's ids are rec as VARCHAR || truth's keys; ``grades`` are
     truth's values in key order."""
-    lists, grade_lists = _id_lists(ids), _combined(grades)
-    valid, n_rec = _lengths(rec_len)
-    valid &= _valid(lists) & _valid(grade_lists)
-    n_rec = np.where(valid, n_rec, 0)
-    n_truth = np.where(valid, pc.fill_null(pc.list_value_length(grade_lists), 0).to_numpy(), 0)
-    coded = _coded_ids(lists)
-
+    grade_lists = _combined(grades)
+    key_len = pc.list_value_length(grade_lists)
+    rec, keys = _segments(ids, rec_len, key_len, repeats=(1, 1))
     grade_offsets = grade_lists.offsets.to_numpy().astype(np.int64)
-    flat_grades = pc.fill_null(
-        grade_lists.values.slice(grade_offsets[0], grade_offsets[-1] - grade_offsets[0]), np.nan
-    ).to_numpy(zero_copy_only=False)
-    truth_grade = flat_grades[gather_ranges(grade_offsets[:-1] - grade_offsets[0], n_truth)]
-    truth_row, key_at = coded.part(n_rec, n_truth)
-    bad = np.flatnonzero(~np.isfinite(truth_grade))
-    if bad.size:
-        grade = truth_grade[bad[0]]
-        raise ValueError(
-            f"{function}: the grade of item {coded.name(int(coded.codes[key_at[bad[0]]]))} in "
-            f"truth must be a finite number, got {'NULL or NaN' if np.isnan(grade) else grade}"
-        )
-
-    rec = _items(coded, np.zeros(len(lists), dtype=np.int64), n_rec)
-    item = rec.find(truth_row, coded.codes[key_at], coded.span)
-    item_grade = np.full(len(rec.row), np.nan)
-    item_grade[item[item >= 0]] = truth_grade[item >= 0]
-    compared = ~np.isnan(item_grade)  # rec items the truth grades, in rec order
-    counts = np.bincount(rec.row[compared], minlength=len(lists))
-    return RankedGrades(item_grade[compared], np.r_[0, np.cumsum(counts)].astype(np.int64), valid)
+    items = grade_lists.values.take(
+        pa.array(gather_ranges(grade_offsets[:-1], np.diff(keys.offsets.to_numpy())))
+    )
+    return rec, pa.MapArray.from_arrays(keys.offsets, keys.values, items, mask=keys.is_null())
 
 
 # --- Arrow out and the registered functions ------------------------------------------------------
@@ -343,34 +199,27 @@ def _option_type(option: Option) -> str:
     return "VARCHAR" if isinstance(option.default, str) else "DOUBLE"
 
 
-def _preference_function(metric: Metric, convert: Callable, sides: tuple[str, ...]) -> Callable:
+def _preference_function(
+    metric: Metric, arguments: Callable, match: Callable, sides: tuple[str, ...]
+) -> Callable:
     def function(ids, system_len, truth_len, *rest):
         type_names, option_columns = rest[: len(sides)], rest[len(sides) :]
         for side, names in zip(sides, type_names, strict=True):
             _check_pairs(metric.name, side, names)
-        rows, coded, nodes = convert(metric.name, ids, system_len, truth_len)
+        matched = match(*arguments(ids, system_len, truth_len), metric.name)
         options = {
             o.name: _option_values(o, c)
             for o, c in zip(metric.options, option_columns, strict=True)
         }
-        try:
-            values = metric.kernel(rows, **options)
-        except PreferenceCycleError as cycle:
-            names = nodes.names(coded, cycle.row, cycle.nodes)
-            raise ValueError(
-                f"{metric.name}: {cycle.side} preferences have a cycle: "
-                + " > ".join([*names, names[0]])
-            ) from None
-        except ValueError as error:
-            raise ValueError(f"{metric.name}: {error}") from None
-        return _as_arrow(values)
+        return _as_arrow(run_preference_kernel(metric.name, metric.kernel, matched, **options))
 
     return function
 
 
 def _grades_function(metric: Metric) -> Callable:
     def function(ids, rec_len, grades):
-        return _as_arrow(metric.kernel(_ranked_grades(metric.name, ids, rec_len, grades)))
+        matched = match_ranked_grades(*_rec_and_grade_map(ids, rec_len, grades), metric.name)
+        return _as_arrow(metric.kernel(matched))
 
     return function
 
@@ -389,12 +238,16 @@ def _udf_and_macro(metric: Metric) -> tuple[PythonUDF, str]:
     option_types = tuple(_option_type(o) for o in metric.options)
     if metric.inputs == "preferences":
         parameters = (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", *option_types)
-        function = _preference_function(metric, _ranked_preferences, ("truth",))
+        function = _preference_function(
+            metric, _rec_and_preferences, match_preferences, ("truth",)
+        )
         args = [f"rec || {_first('truth')} || {_second('truth')}", "len(rec)", "len(truth)",
                 "typeof(truth)"]
     elif metric.inputs == "system_preferences":
         parameters = (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", *option_types)
-        function = _preference_function(metric, _both_preferences, ("system", "truth"))
+        function = _preference_function(
+            metric, _two_preference_lists, match_system_preferences, ("system", "truth")
+        )
         args = [
             f"{_first('system')} || {_second('system')} || {_first('truth')} || {_second('truth')}",
             "len(system)", "len(truth)", "typeof(system)", "typeof(truth)",
