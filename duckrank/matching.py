@@ -20,36 +20,79 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-
-# --- SQL -------------------------------------------------------------------------------------------
-# ``k`` below is already the validated BIGINT cut-off (see CUTOFF_SQL).
+# --- SQL ------------------------------------------------------------------------------------------
+# Arguments below must be cheap references (columns, or fields of a row bound once by a lambda over
+# a one-element list): DuckDB evaluates an expression used inside a lambda again for every element.
+# ``k`` is already the validated BIGINT cut-off (see ``cutoff_sql``).
 
 def _top_k_len(rec: str, k: str) -> str:
     return f"least({k}, len({rec}))"
 
 
-def hit_positions_sql(rec: str, truth: str, k: str) -> str:
-    """Sorted 1-based positions of the hits of ``rec`` within its top K, as a BIGINT[].
+def _rec_side_positions(rec: str, truth: str, top: str) -> str:
+    """Positions i <= top whose item is in truth and occurs there first (a repeat is a miss).
+    The CASE runs the duplicate check for hits only."""
+    return (
+        f"list_filter(range(1, {top} + 1), lambda i: CASE WHEN list_contains({truth}, {rec}[i]) "
+        f"THEN list_position({rec}, {rec}[i]) = i ELSE false END)"
+    )
 
-    Two native forms, chosen per row: scanning the top K of rec against truth costs about
-    K * |truth| lambda steps; locating each truth item in rec costs about |truth| * len(rec)
-    native comparisons and wins when K is a large share of rec (measured in
-    benchmarks/RESULTS.md).
+
+def _truth_side_positions(rec: str, truth: str) -> str:
+    """For each element of truth: NULL when it is NULL or repeats an earlier element, else its
+    first position in rec, 0 when absent. Its non-NULL count is n; its values in 1..K are the hits
+    (list_position finds an item's first occurrence, so a repeated recommendation never hits)."""
+    return (
+        f"list_transform({truth}, lambda t, j: CASE WHEN t IS NULL "
+        f"OR list_position({truth}, t) <> j THEN NULL "
+        f"ELSE coalesce(list_position({rec}, t), 0)::BIGINT END)"
+    )
+
+
+def _rec_side_is_cheaper(rec: str, truth: str, top: str) -> str:
+    """Per row cost model fitted on this machine (benchmarks/RESULTS.md, ns per row): the rec side
+    costs about (150 + 19 T) + K (9 + 1.05 T), the truth side about T (50 + 0.47 len(rec)), with
+    T = len(truth). This is that comparison, rounded."""
+    return f"{top} * (10 + len({truth})) * 2 <= len({truth}) * (60 + len({rec}))"
+
+
+def matched_sql(rec: str, truth: str, k: str, *, count_truth: bool = True) -> str:
+    """One row's match as STRUCT(K BIGINT, pos BIGINT[], n BIGINT): K = min(k, len(rec)), the
+    1-based positions of the hits in the top K (in no particular order), and n, the number of
+    distinct non-NULL truth items (left out when ``count_truth`` is false: the rec side would pay
+    an extra pass over truth for it).
+
+    Two native forms, chosen per row by ``_rec_side_is_cheaper``: scanning the top K of rec
+    against truth costs a lambda step per recommended item; locating each truth item in rec costs
+    a lambda step per truth item plus a native scan of rec. n comes free with the second.
     """
     top = _top_k_len(rec, k)
-    rec_side = (
-        f"list_filter(range(1, {top} + 1), lambda i: "
-        f"list_contains({truth}, {rec}[i]) AND list_position({rec}, {rec}[i]) = i)"
-    )
+    count = f", n := {relevant_count_sql(truth)}" if count_truth else ""
+    rec_side = f"struct_pack(K := {top}, pos := {_rec_side_positions(rec, truth, top)}{count})"
+    located = "duckrank_located"
+    count = f", n := list_count({located})::BIGINT" if count_truth else ""
     truth_side = (
-        f"list_sort(list_filter(list_transform(list_distinct({truth}), "
-        f"lambda t: list_position({rec}, t)), lambda p: p <= {top}))"
+        f"list_transform([{_truth_side_positions(rec, truth)}], lambda {located}: struct_pack("
+        f"K := {top}, pos := list_filter({located}, lambda p: p BETWEEN 1 AND {top}){count}))[1]"
     )
-    return f"(CASE WHEN {top} * 4 <= len({rec}) THEN {rec_side} ELSE {truth_side} END)"
+    return (
+        f"(CASE WHEN {_rec_side_is_cheaper(rec, truth, top)} THEN {rec_side} "
+        f"ELSE {truth_side} END)"
+    )
+
+
+def hit_positions_sql(rec: str, truth: str, k: str) -> str:
+    """The 1-based positions of the hits of ``rec`` within its top K (in no particular order), as
+    a BIGINT[]."""
+    return f"struct_extract({matched_sql(rec, truth, k, count_truth=False)}, 'pos')"
 
 
 def relevant_count_sql(truth: str) -> str:
-    return f"list_unique({truth})::BIGINT"
+    """n: the number of distinct non-NULL items of truth. A first-occurrence test per item is
+    3x cheaper than list_unique's per-row hash table for the short lists truth usually is."""
+    return (
+        f"len(list_filter({truth}, lambda t, j: t IS NOT NULL AND list_position({truth}, t) = j))"
+    )
 
 
 def cutoff_sql(function: str, rec: str, k: str) -> str:
@@ -63,7 +106,8 @@ def cutoff_sql(function: str, rec: str, k: str) -> str:
         f"WHEN {k}::VARCHAR = 'all' THEN len({rec}) "
         f"WHEN {as_double} IS NULL OR NOT isfinite({as_double}) OR {as_double} < 1 "
         f"OR {as_double} <> floor({as_double}) "
-        f"THEN error({function} || ': k must be a positive integer or ''all'', got ' || {k}::VARCHAR) "
+        f"THEN error({function} || ': k must be a positive integer or ''all'', got ' "
+        f"|| {k}::VARCHAR) "
         f"ELSE coalesce(try_cast({k} AS BIGINT), least({as_double}, 9e18)::BIGINT) END)"
     )
 

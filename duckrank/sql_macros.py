@@ -21,6 +21,7 @@ from duckrank.matching import (
     graded_top_sql,
     hit_positions_sql,
     ideal_grades_sql,
+    matched_sql,
     positive_count_sql,
     relevant_count_sql,
 )
@@ -41,14 +42,18 @@ def _quote(text: str) -> str:
 
 
 def _hits_body(metric: Metric) -> str:
+    """A binary metric's body. The row (rec, truth, validated cut-off) and then its match are
+    each bound once by a lambda over a one-element list, so that the metric's SQL can read the
+    hit positions several times, and no argument expression is re-evaluated per list element.
+    n is computed only for metrics that read it."""
     cut = f"duckrank_cutoff('{metric.name}', rec, k)"
-    value = metric.sql.format(
-        pos=f"duckrank_hit_positions(rec, truth, {cut})",
-        K=f"least({cut}, len(rec))",
-        k=cut,
-        n=relevant_count_sql("truth"),
+    row = f"struct_pack(rec := rec, truth := truth, cut := {cut})"
+    match = matched_sql("r.rec", "r.truth", "r.cut", count_truth="{n}" in metric.sql)
+    value = metric.sql.format(pos="m.pos", K="m.K", k="r.cut", n="m.n")
+    return (
+        f"list_transform([{row}], lambda r: CASE WHEN r.rec IS NULL OR r.truth IS NULL "
+        f"OR r.cut IS NULL THEN NULL ELSE list_transform([{match}], lambda m: {value})[1] END)[1]"
     )
-    return f"CASE WHEN rec IS NULL OR truth IS NULL OR {cut} IS NULL THEN NULL ELSE ({value}) END"
 
 
 def _graded_body(

@@ -58,6 +58,19 @@ def _ideal_binary_dcg(positions: np.ndarray, discount: str, base: float) -> np.n
     return cumulative[m]
 
 
+# Ideal DCGs up to this many relevant items are read from a constant list (the kernel's own
+# values) instead of being summed per row: 5x to 10x cheaper in DuckDB.
+_IDEAL_DCG_TABLE_SIZE = 128
+
+
+def _ideal_binary_dcg_sql(m: str) -> str:
+    """SQL for sum_{i=1..m} 1/log2(i+1); NULL for m = 0 (a list index of 0 is NULL)."""
+    ideal = _ideal_binary_dcg(np.arange(1, _IDEAL_DCG_TABLE_SIZE + 1), "log2", 2)
+    table = ", ".join(f"{v:.17e}" for v in ideal)
+    summed = f"list_sum(list_transform(range(1, {m} + 1), lambda i: 1.0 / log2(i + 1)))"
+    return f"coalesce([{table}][{m}], {summed})"
+
+
 def _ndcg(h: Hits, *, gain: str = "exponential", discount: str = "log2",
           base: float = 2) -> np.ndarray:
     # Every grade is 1, so both gains are 1; only the discount changes the value.
@@ -105,7 +118,7 @@ AVERAGE_PRECISION = Metric(
     formula="sum over hits at position i <= K of (hits in the top i) / i, divided by |truth|",
     undefined="NULL when truth has no item.",
     sql="CASE WHEN {n} = 0 THEN NULL "
-    "ELSE coalesce(list_sum(list_transform({pos}, lambda p, j: j / p)), 0) / {n} END",
+    "ELSE coalesce(list_sum(list_transform(list_sort({pos}), lambda p, j: j / p)), 0) / {n} END",
     kernel=_average_precision,
     aliases=("map", "ap"),
     peers="Same as trec_eval's map_cut_k and ranx's map@k. Hivemall's code divides by the "
@@ -117,7 +130,7 @@ MRR = Metric(
     summary="Reciprocal rank of the first hit in the top K.",
     formula="1 / (position of the first hit), 0 when the top K has no hit",
     undefined="NULL when truth has no item.",
-    sql="CASE WHEN {n} = 0 THEN NULL ELSE coalesce(1.0 / {pos}[1], 0.0) END",
+    sql="CASE WHEN {n} = 0 THEN NULL ELSE coalesce(1.0 / list_min({pos}), 0.0) END",
     kernel=_mrr,
     aliases=("rr", "recip_rank"),
     peers="Same as trec_eval's recip_rank (with a cut-off) and ranx's mrr@k.",
@@ -143,7 +156,7 @@ NDCG = Metric(
     sql=binary_ndcg_sql(
     "CASE WHEN {n} = 0 THEN NULL WHEN len({pos}) = 0 THEN 0.0 "
     "ELSE list_sum(list_transform({pos}, lambda p: 1.0 / log2(p + 1))) "
-    "/ list_sum(list_transform(range(1, least({k}, {n}) + 1), lambda i: 1.0 / log2(i + 1))) END"
+    f"/ {_ideal_binary_dcg_sql('least({k}, {n})')} END"
     ),
     kernel=_ndcg,
     options=DCG_OPTIONS,
@@ -158,8 +171,10 @@ AUC = Metric(
     "hit first.",
     formula="sum over hits of (non-hits ranked below it) / (hits * (K - hits))",
     undefined="NULL when the top K lacks either hits or non-hits.",
+    # With h hits at positions p_j (j = rank among hits), the non-hits below hit j number
+    # (K - p_j) - (h - j); summed over j that is h K - sum(p) - h (h - 1) / 2: no sort needed.
     sql="CASE WHEN len({pos}) = 0 OR len({pos}) = {K} THEN NULL "
-    "ELSE list_sum(list_transform({pos}, lambda p, j: ({K} - p) - (len({pos}) - j))) "
+    "ELSE (len({pos}) * {K} - list_sum({pos}) - len({pos}) * (len({pos}) - 1) // 2) "
     "/ (len({pos}) * ({K} - len({pos}))) END",
     kernel=_auc,
     peers="scikit-learn's roc_auc_score on the top K with hits as positives. Hivemall divides "
