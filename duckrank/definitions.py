@@ -45,8 +45,8 @@ class Metric:
 
     * ``"hits"``: binary relevance. Placeholders in ``sql``: ``{pos}`` the 1-based positions of
       the hits in the top K (in no particular order), ``{K}`` = min(k, len(rec)), ``{k}`` the
-      cut-off (len(rec) when omitted), ``{n}`` the number of distinct relevant items. ``kernel`` receives a
-      ``duckrank.matching.Hits``.
+      cut-off (len(rec) when omitted), ``{n}`` the number of distinct relevant items. ``kernel``
+      receives a ``duckrank.matching.Hits``.
     * ``"grades"``: graded relevance. truth is a MAP(VARCHAR, DOUBLE) of item -> grade when
       ``truth_type`` says so, else a LIST (grade 1 for each item). Placeholders: ``{top}`` the
       grades of the top K in rec order (DOUBLE[], 0 where an item has none), ``{ideal}`` the
