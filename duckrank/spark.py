@@ -12,8 +12,11 @@ Each ``inputs`` kind of record is wired in by one entry of ``INPUT_KINDS``.
 
 SQL surface, as in DuckDB: ``metric(rec, truth [, k] [, option => value ...])``. ``k`` is a
 positive integer, ``'all'`` or omitted (= len(rec)); a NULL k gives NULL; anything else is an
-error naming the function and the value. Options are named arguments (``gain => 'linear'``) and
-must be constant within a query.
+error naming the function and the value. The preference-based functions take no k
+(``edrc(rec, truth [, discount])``, ``edrc_preferences(system, truth [, discount] [,
+likelihood])``, ``spearman(rec, truth)`` ...), so an option may also be given by position there,
+as in DuckDB. Options are named arguments (``gain => 'linear'``) and must be constant within a
+query.
 
 ``to_ordered_list`` comes twice (see docs/spark.md for the choice):
 
@@ -48,6 +51,12 @@ from pyspark.sql.types import DataType, _parse_datatype_string
 
 from duckrank.definitions import Metric
 from duckrank.matching import Hits, match_grade_lists, match_grades, match_hits
+from duckrank.matching_preferences import (
+    match_preferences,
+    match_ranked_grades,
+    match_system_preferences,
+    run_preference_kernel,
+)
 from duckrank.metrics import METRICS
 
 
@@ -87,25 +96,80 @@ def _is_number(data_type: pa.DataType) -> bool:
     )
 
 
+def _one_kind(*ids: pa.DataType) -> bool:
+    return all(t == ids[0] for t in ids) or all(pa.types.is_integer(t) for t in ids)
+
+
+def _preference_ids(data_type: pa.DataType) -> list[pa.DataType] | None:
+    """The id types of a list of preference structs (its first two fields; a struct of another
+    size is accepted here so that matching can name the problem), None for other types."""
+    if not (_is_list(data_type) and pa.types.is_struct(data_type.value_type)):
+        return None
+    fields = data_type.value_type
+    return [fields.field(i).type for i in range(min(2, fields.num_fields))]
+
+
+def _ids_and_preferences(rec: pa.DataType, truth: pa.DataType) -> bool:
+    pair_ids = _preference_ids(truth)
+    return (
+        _is_list(rec) and not pa.types.is_nested(rec.value_type) and pair_ids is not None
+        and _one_kind(rec.value_type, *pair_ids)
+    )
+
+
+def _preferences_and_preferences(system: pa.DataType, truth: pa.DataType) -> bool:
+    system_ids, truth_ids = _preference_ids(system), _preference_ids(truth)
+    return system_ids is not None and truth_ids is not None and _one_kind(*system_ids, *truth_ids)
+
+
+def _ids_and_graded_map(rec: pa.DataType, truth: pa.DataType) -> bool:
+    """Keys of another kind than rec's ids are matched by their text form, as in DuckDB."""
+    return (
+        _is_list(rec) and not pa.types.is_nested(rec.value_type)
+        and pa.types.is_map(truth) and _is_number(truth.item_type)
+    )
+
+
+def _kernel_values(metric: Metric, matched: Any, settings: dict[str, object]) -> np.ndarray:
+    return metric.kernel(matched, **settings)
+
+
+def _preference_values(metric: Metric, matched: Any, settings: dict[str, object]) -> np.ndarray:
+    # Names the items of a cycle the kernel finds, as the DuckDB UDFs do.
+    return run_preference_kernel(metric.name, metric.kernel, matched, **settings)
+
+
 @dataclass(frozen=True)
 class InputKind:
     """How the records of one ``inputs`` kind are called from Spark.
 
     ``match(rec, truth, cut, function)`` is the kind's numpy matching step over Arrow arrays
-    (``cut``: the per-row cut-off as float64, NaN for a NULL k; ``function``: the SQL name, for
-    its errors); its result is what the records' ``kernel`` takes. ``accepts(rec_type,
-    truth_type)`` says which Arrow types the kind reads, and ``arguments`` is its SQL signature,
-    for errors and docs.
+    (``cut``: the per-row cut-off as float64, NaN for a NULL k, None for records without k;
+    ``function``: the SQL name, for its errors); ``values(metric, matched, options)`` runs the
+    record's ``kernel`` on its result. ``accepts(rec_type, truth_type)`` says which Arrow types
+    the kind reads, and ``arguments`` is its SQL signature, for errors and docs.
     """
 
-    match: Callable[[pa.Array, pa.Array, np.ndarray, str], Any]
+    match: Callable[[pa.Array, pa.Array, np.ndarray | None, str], Any]
     accepts: Callable[[pa.DataType, pa.DataType], bool]
     arguments: str
+    values: Callable[[Metric, Any, dict[str, object]], np.ndarray] = _kernel_values
 
 
 def _match_hits(rec: pa.Array, truth: pa.Array, cut: np.ndarray, function: str) -> Hits:
     return match_hits(rec, truth, cut)
 
+
+def _without_k(match: Callable[[pa.Array, pa.Array, str], Any]) -> Callable[..., Any]:
+    """A matching step of records that take no k, called as the ones that do."""
+
+    def matched(rec: pa.Array, truth: pa.Array, cut: None, function: str) -> Any:
+        return match(rec, truth, function)
+
+    return matched
+
+
+_PREFERENCES = "ARRAY<STRUCT<preferred T, other T>>"
 
 INPUT_KINDS: dict[str, InputKind] = {
     "hits": InputKind(_match_hits, _id_lists, "rec ARRAY<T>, truth ARRAY<T>"),
@@ -114,6 +178,17 @@ INPUT_KINDS: dict[str, InputKind] = {
     ),
     "grade_lists": InputKind(
         match_grade_lists, _structs_and_numbers, "rec ARRAY<STRUCT<grade, ...>>, truth ARRAY<grade>"
+    ),
+    "preferences": InputKind(
+        _without_k(match_preferences), _ids_and_preferences, f"rec ARRAY<T>, truth {_PREFERENCES}",
+        _preference_values,
+    ),
+    "system_preferences": InputKind(
+        _without_k(match_system_preferences), _preferences_and_preferences,
+        f"system {_PREFERENCES}, truth {_PREFERENCES}", _preference_values,
+    ),
+    "ranked_grades": InputKind(
+        _without_k(match_ranked_grades), _ids_and_graded_map, "rec ARRAY<T>, truth MAP<T, grade>"
     ),
 }
 
@@ -210,12 +285,17 @@ class SparkFunction:
     def option_names(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(o.name for m in self.overloads for o in m.options))
 
+    @property
+    def takes_k(self) -> bool:
+        return any(m.cutoff for m in self.overloads)
+
     def overload_for(self, rec: pa.DataType, truth: pa.DataType) -> Metric:
         for metric in self.overloads:
             if _applies(metric, rec, truth):
                 return metric
         forms = "; ".join(
-            f"{self.name}({INPUT_KINDS[m.inputs].arguments} [, k])" for m in self.overloads
+            f"{self.name}({INPUT_KINDS[m.inputs].arguments}{' [, k]' if m.cutoff else ''})"
+            for m in self.overloads
         )
         raise TypeError(f"{self.name}: no form takes rec {rec} and truth {truth}; forms: {forms}")
 
@@ -236,30 +316,42 @@ class SparkFunction:
             name: _constant_option(self.name, name, options.get(name), option.default)
             for name, option in known.items()
         }
-        rec_lengths = pc.fill_null(pc.list_value_length(rec), 0).to_numpy(zero_copy_only=False)
-        cut = cutoff(self.name, k, rec_lengths)
-        rec = _head(rec, np.minimum(np.nan_to_num(cut), rec_lengths).astype(np.int64))
-        matched = INPUT_KINDS[metric.inputs].match(rec, truth, cut, self.name)
-        values = np.asarray(metric.kernel(matched, **settings), dtype=np.float64)
+        kind = INPUT_KINDS[metric.inputs]
+        cut = None
+        if metric.cutoff:
+            rec_lengths = pc.fill_null(pc.list_value_length(rec), 0).to_numpy(
+                zero_copy_only=False
+            )
+            cut = cutoff(self.name, k, rec_lengths)
+            rec = _head(rec, np.minimum(np.nan_to_num(cut), rec_lengths).astype(np.int64))
+        elif k is not None:
+            raise ValueError(f"{self.name} takes no k: {metric.signature}")
+        matched = kind.match(rec, truth, cut, self.name)
+        values = np.asarray(kind.values(metric, matched, settings), dtype=np.float64)
         return pa.array(values, type=pa.float64(), mask=np.isnan(values))
 
     def batch_function(self) -> Callable[..., pa.Array]:
-        """``evaluate`` with the SQL signature (rec, truth, k=None, option=None, ...): Spark reads
-        the parameters to accept positional and named arguments and to let the optional ones be
-        left out."""
-
-        def evaluate(*args: pa.Array, **kwargs: pa.Array) -> pa.Array:
-            return self.evaluate(*args, **kwargs)
-
+        """``evaluate`` with the SQL signature (rec, truth, k=None, option=None, ...), k left out
+        for functions without a cut-off and rec named as the records name it (``system``): Spark
+        reads the parameters to accept positional and named arguments and to let the optional
+        ones be left out."""
         parameter = inspect.Parameter
-        names = [("rec", parameter.empty), ("truth", parameter.empty), ("k", None)]
+        first = self.overloads[0].first_argument
+        names = [(first, parameter.empty), ("truth", parameter.empty)]
+        names += [("k", None)] if self.takes_k else []
         names += [(name, None) for name in self.option_names]
-        evaluate.__name__ = self.name
-        evaluate.__signature__ = inspect.Signature(
+        signature = inspect.Signature(
             [parameter(n, parameter.POSITIONAL_OR_KEYWORD, default=d, annotation=pa.Array)
              for n, d in names],
             return_annotation=pa.Array,
         )
+
+        def evaluate(*args: pa.Array, **kwargs: pa.Array) -> pa.Array:
+            arguments = signature.bind(*args, **kwargs).arguments
+            return self.evaluate(arguments.pop(first), arguments.pop("truth"), **arguments)
+
+        evaluate.__name__ = self.name
+        evaluate.__signature__ = signature
         return evaluate
 
 
@@ -273,7 +365,8 @@ def spark_functions() -> dict[str, SparkFunction]:
 
 
 def unsupported_metrics() -> list[Metric]:
-    """Records that have no Spark function (no kernel, or an ``inputs`` kind not wired in)."""
+    """Records that have no Spark function (no kernel, or an ``inputs`` kind not wired in):
+    none today; kept so that a new kind shows up here (and in the tests) until it is wired."""
     return [m for m in METRICS if m.kernel is None or m.inputs not in INPUT_KINDS]
 
 
