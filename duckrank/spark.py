@@ -346,8 +346,13 @@ class SparkFunction:
             return_annotation=pa.Array,
         )
 
+        usage = f"{self.name}({first}, truth" + "".join(f" [, {n}]" for n, _ in names[2:]) + ")"
+
         def evaluate(*args: pa.Array, **kwargs: pa.Array) -> pa.Array:
-            arguments = signature.bind(*args, **kwargs).arguments
+            try:
+                arguments = signature.bind(*args, **kwargs).arguments
+            except TypeError as error:  # Spark does not check the arguments against the UDF
+                raise TypeError(f"{self.name}: {error}; call it as {usage}") from None
             return self.evaluate(arguments.pop(first), arguments.pop("truth"), **arguments)
 
         evaluate.__name__ = self.name

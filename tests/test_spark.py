@@ -1,9 +1,17 @@
 """duckrank.spark on a real local Spark session: the same numbers as DuckDB's macros.
 
-The independent source for every metric value here is DuckDB running duckrank's SQL macros (native
-list functions, a different implementation of each definition than the numpy kernels Spark runs),
-plus the Hivemall guide's worked example (shared/seeds/001) for the end-to-end query. For
-to_ordered_list, DuckDB's to_ordered_list macro is the reference.
+The independent source for every metric value of the binary and graded functions here is DuckDB
+running duckrank's SQL macros (native list functions, a different implementation of each
+definition than the numpy kernels Spark runs), plus the Hivemall guide's worked example
+(shared/seeds/001) for the end-to-end query. For to_ordered_list, DuckDB's to_ordered_list macro
+is the reference.
+
+The preference-based functions (edrc, edrc_preferences and the rank correlations) have no SQL
+form: DuckDB runs the same matching step (duckrank.matching_preferences) and kernels as Python
+UDFs. Comparing the engines on them checks Spark's wiring (argument conversion, id kinds, NULL
+rows, options, error texts); their values are checked against independent sources in
+tests/test_edrc.py, tests/test_correlation.py and tests/test_properties.py, and here against the
+paper's Table 2 (shared/seeds/000) through Spark.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import pytest
 
 pytest.importorskip("pyspark", reason="pip install duckrank[spark]")
 
+import duckdb  # noqa: E402
 from pyspark.errors import PySparkException  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
@@ -26,6 +35,7 @@ from duckrank import spark as duckrank_spark  # noqa: E402
 from duckrank.definitions import Option  # noqa: E402
 
 USERS = 10_000
+PREFERENCE_USERS = 3_000  # edrc is slower per row, and its wiring needs no more
 ITEMS = 40  # few distinct ids, so that lists have hits and duplicates
 
 
@@ -94,110 +104,165 @@ def _grade_lists(rng: np.random.Generator, rows: int, max_len: int, structs: boo
     return pa.ListArray.from_arrays(pa.array(offsets), grades, mask=_null_rows(rng, rows))
 
 
+def _preference_lists(rng: np.random.Generator, rows: int, max_len: int) -> pa.ListArray:
+    """Lists of (better, worse) structs of two distinct ids, consistent with one hidden order of
+    the ids (so without cycles), with repeated pairs, about 1% NULL items, 1% NULL structs and 2%
+    NULL lists."""
+    offsets = _offsets(rng, rows, max_len)
+    pairs = offsets[-1]
+    place = rng.permutation(ITEMS)  # the hidden order: id -> place
+    a = rng.integers(0, ITEMS, pairs)
+    b = (a + rng.integers(1, ITEMS, pairs)) % ITEMS
+    better, worse = np.where(place[a] < place[b], a, b), np.where(place[a] < place[b], b, a)
+    structs = pa.StructArray.from_arrays(
+        [pa.array(ids, pa.int64(), mask=rng.random(pairs) < 0.005) for ids in (better, worse)],
+        ["better", "worse"], mask=pa.array(rng.random(pairs) < 0.01),
+    )
+    return pa.ListArray.from_arrays(pa.array(offsets), structs, mask=_null_rows(rng, rows))
+
+
 def _as_text(lists: pa.Array) -> pa.Array:
     if pa.types.is_map(lists.type):
         return lists.cast(pa.map_(pa.string(), pa.float64()))
+    if pa.types.is_struct(lists.type.value_type):
+        fields = lists.type.value_type
+        return lists.cast(pa.list_(pa.struct([(f.name, pa.string()) for f in fields])))
     return lists.cast(pa.list_(pa.string()))
+
+
+# The input kinds each shape of table is for. Spark picks a function's form by the argument
+# types alone, and some forms accept more than their shape (the binary metrics take lists of
+# structs as ids, too), so each table is compared on the functions of its kinds.
+SHAPES = {
+    "ids bigint": {"hits", "grades"},
+    "ids string": {"hits", "grades"},
+    "graded ids bigint": {"grades", "ranked_grades"},
+    "graded ids string": {"grades", "ranked_grades"},
+    "grade lists": {"grade_lists"},
+    "preferences bigint": {"preferences"},
+    "preferences string": {"preferences"},
+    "system preferences bigint": {"system_preferences"},
+    "system preferences string": {"system_preferences"},
+}
 
 
 @pytest.fixture(scope="module")
 def eval_tables() -> dict[str, pa.Table]:
-    """Random evaluation tables of USERS rows, one per shape of (rec, truth) that duckrank's
-    functions read; the id tables come with BIGINT and with STRING ids (the same ids)."""
+    """Random evaluation tables, one per shape of (rec, truth) that duckrank's functions read:
+    USERS rows, PREFERENCE_USERS for the preference shapes; the id tables come with BIGINT and
+    with STRING ids (the same ids). Columns: uid, the first argument (rec, or system for
+    edrc_preferences), truth, and k for the shapes whose functions take one."""
     rng = np.random.default_rng(20260521)
     uid = pa.array(np.arange(USERS), pa.int64())
     # k: NULL for some rows; up to 20, beyond many lists' length.
     k = pa.array(rng.integers(1, 21, USERS), pa.int64(), mask=rng.random(USERS) < 0.05)
     rec = _id_lists(rng, USERS, 15)
+    preference_rec = _id_lists(rng, PREFERENCE_USERS, 15)
     shapes = {
-        "ids": (rec, _id_lists(rng, USERS, 6)),
-        "graded ids": (rec, _grade_maps(rng, USERS, 6)),
+        "ids": {"rec": rec, "truth": _id_lists(rng, USERS, 6), "k": k},
+        "graded ids": {"rec": rec, "truth": _grade_maps(rng, USERS, 6), "k": k},
+        "preferences": {
+            "rec": preference_rec, "truth": _preference_lists(rng, PREFERENCE_USERS, 12)
+        },
+        "system preferences": {
+            "system": _preference_lists(rng, PREFERENCE_USERS, 12),
+            "truth": _preference_lists(rng, PREFERENCE_USERS, 12),
+        },
     }
     tables = {}
-    for shape, (rec_ids, truth) in shapes.items():
-        tables[f"{shape} bigint"] = pa.table({"uid": uid, "rec": rec_ids, "truth": truth, "k": k})
-        tables[f"{shape} string"] = pa.table(
-            {"uid": uid, "rec": _as_text(rec_ids), "truth": _as_text(truth), "k": k}
-        )
+    for shape, columns in shapes.items():
+        rows = len(columns["truth"])
+        tables[f"{shape} bigint"] = pa.table({"uid": uid[:rows], **columns})
+        text = {name: _as_text(c) if name != "k" else c for name, c in columns.items()}
+        tables[f"{shape} string"] = pa.table({"uid": uid[:rows], **text})
     tables["grade lists"] = pa.table({
         "uid": uid, "rec": _grade_lists(rng, USERS, 15, structs=True),
         "truth": _grade_lists(rng, USERS, 6, structs=False), "k": k,
     })
+    assert set(tables) == set(SHAPES)
     return tables
 
 
-def _functions_for(table: pa.Table) -> list[duckrank_spark.SparkFunction]:
-    """The functions with a form that reads this table's (rec, truth) types."""
+def _first_argument(table: pa.Table) -> pa.ChunkedArray:
+    return table.column(1)  # rec, or system
+
+
+def _functions_for(shape: str, table: pa.Table) -> list[duckrank_spark.SparkFunction]:
+    """The functions with a form of the shape's kinds that reads this table's types."""
     found = []
     for function in duckrank_spark.spark_functions().values():
         try:
-            function.overload_for(table["rec"].type, table["truth"].type)
+            metric = function.overload_for(_first_argument(table).type, table["truth"].type)
         except TypeError:
             continue
-        found.append(function)
+        if metric.inputs in SHAPES[shape]:
+            found.append(function)
     return found
+
+
+# Non-default option values where "default + 1" is out of range.
+OTHER_VALUES = {"likelihood": "0.25"}
 
 
 def _other_value(option: Option) -> str:
     """A non-default value of an option, as a SQL literal."""
+    if option.name in OTHER_VALUES:
+        return OTHER_VALUES[option.name]
     if option.choices:
         return "'" + next(c for c in option.choices if c != option.default) + "'"
     return repr(option.default + 1)
 
 
 def _calls(function: duckrank_spark.SparkFunction, table: pa.Table, named: str) -> dict[str, str]:
-    """The forms each function is called in: per-row k, k omitted, constant k, and non-default
-    options (``named`` is the engine's named-argument arrow: ':=' in DuckDB, '=>' in Spark)."""
-    metric = function.overload_for(table["rec"].type, table["truth"].type)
-    name = function.name
-    calls = {"k": f"{name}(rec, truth, k)", "omitted": f"{name}(rec, truth)",
-             "fixed": f"{name}(rec, truth, 5)"}
+    """The forms each function is called in: per-row k, k omitted, constant k (for functions
+    with a cut-off), and non-default options (``named`` is the engine's named-argument arrow:
+    ':=' in DuckDB, '=>' in Spark)."""
+    metric = function.overload_for(_first_argument(table).type, table["truth"].type)
+    name, first = function.name, metric.first_argument
+    calls = {"omitted": f"{name}({first}, truth)"}
+    if metric.cutoff:
+        calls |= {"k": f"{name}({first}, truth, k)", "fixed": f"{name}({first}, truth, 5)"}
     if metric.options:
+        k = ", k" if metric.cutoff else ""
         options = ", ".join(f"{o.name} {named} {_other_value(o)}" for o in metric.options)
-        calls["options"] = f"{name}(rec, truth, k, {options})"
+        calls["options"] = f"{name}({first}, truth{k}, {options})"
     return calls
 
 
-def _select(table: pa.Table, named: str) -> str:
+def _select(shape: str, table: pa.Table, named: str) -> str:
     columns = ", ".join(
         f"{call} AS {function.name}__{form}"
-        for function in _functions_for(table)
+        for function in _functions_for(shape, table)
         for form, call in _calls(function, table, named).items()
     )
     return f"SELECT uid, {columns} FROM eval_spark_test"
 
 
-# Kinds whose numpy matching exists only as DuckDB-shaped converters in duckrank.python_udfs
-# (docs/spark.md, "Not covered"); a new kind must be wired in or added here and to the docs.
-NOT_WIRED = {"preferences", "system_preferences", "ranked_grades"}
-
-
 def test_every_metric_has_a_spark_function():
-    # Every main-schema record of a wired kind gets a function; the rest are the known gaps.
-    assert {m.inputs for m in duckrank_spark.unsupported_metrics()} <= NOT_WIRED
-    wired = {m.name for m in duckrank.metrics.METRICS if m.inputs not in NOT_WIRED}
-    assert set(duckrank_spark.spark_functions()) == wired
+    assert duckrank_spark.unsupported_metrics() == []
+    every = {m.name for m in duckrank.metrics.METRICS}
+    assert set(duckrank_spark.spark_functions()) == every
 
 
 def test_every_function_is_compared(eval_tables):
-    compared = {f.name for table in eval_tables.values() for f in _functions_for(table)}
+    compared = {f.name for shape, table in eval_tables.items()
+                for f in _functions_for(shape, table)}
     assert compared == set(duckrank_spark.spark_functions())
 
 
-@pytest.mark.parametrize("shape", ["ids bigint", "ids string", "graded ids bigint",
-                                   "graded ids string", "grade lists"])
+@pytest.mark.parametrize("shape", list(SHAPES))
 def test_spark_matches_duckdb_for_every_metric(spark, con, eval_tables, shape):
     table = eval_tables[shape]
     con.register("eval_spark_test", table)
-    expected = con.sql(_select(table, ":=")).arrow()
+    expected = con.sql(_select(shape, table, ":=")).arrow()
     if isinstance(expected, pa.RecordBatchReader):
         expected = expected.read_all()
     spark.createDataFrame(table).createOrReplaceTempView("eval_spark_test")
     # Sorted here rather than by ORDER BY, which would cost Spark a shuffle.
-    got = spark.sql(_select(table, "=>")).toArrow().sort_by("uid")
+    got = spark.sql(_select(shape, table, "=>")).toArrow().sort_by("uid")
     expected = expected.sort_by("uid")
 
-    assert got.num_rows == USERS
+    assert got.num_rows == table.num_rows
     assert got["uid"].to_pylist() == expected["uid"].to_pylist()
     assert got.column_names == expected.column_names
     for column in expected.column_names[1:]:
@@ -208,7 +273,7 @@ def test_spark_matches_duckdb_for_every_metric(spark, con, eval_tables, shape):
             rtol=1e-12, atol=1e-15, err_msg=column,
         )
         # The table must exercise both defined values and NULLs.
-        assert 0 < want.null_count < USERS, column
+        assert 0 < want.null_count < table.num_rows, column
 
 
 def test_hivemall_guide_example(spark):
@@ -280,6 +345,87 @@ def test_bad_k_is_an_error_naming_function_and_value(spark, k):
 def test_mixed_id_kinds_are_an_error(spark):
     with pytest.raises(PySparkException, match=r"ndcg: no form takes rec list<element: int64"):
         spark.sql("SELECT ndcg(array(1L, 2L), array('2'))").collect()
+
+
+# --- edrc and the rank correlations ---------------------------------------------------------------
+
+def _pairs(pairs: str, text: bool = False) -> str:
+    """Spark SQL for a list of (better, worse) pairs written 'a>b c>d', ids BIGINT or STRING."""
+    def literal(item: str) -> str:
+        return f"'{item}'" if text else f"{item}L"
+
+    return "array(" + ", ".join(
+        "named_struct('better', {}, 'worse', {})".format(*map(literal, pair.split(">")))
+        for pair in pairs.split()
+    ) + ")"
+
+
+def test_paper_table2_through_spark(spark):
+    # shared/seeds/000, Table 2: truth A > B > C > D (grades A 5, B 4, C 3, D 2), system B, A,
+    # C, D. tau_ap = 1/3 (paper, section 3.2), and edrc with the 'ap' discount equals it on
+    # complete orders; spearman 0.8, kendall_tau 2/3, fcp 5/6 (hand calculations in
+    # tests/test_correlation.py).
+    rec = "array('B', 'A', 'C', 'D')"
+    truth = _pairs("A>B B>C C>D", text=True)
+    grades = "map('A', 5.0D, 'B', 4.0D, 'C', 3.0D, 'D', 2.0D)"
+    system = _pairs("B>A A>C C>D", text=True)  # the system's order as a chain of preferences
+    row = spark.sql(
+        f"SELECT edrc({rec}, {truth}, 'ap'),"
+        f" edrc(rec => {rec}, truth => {truth}, discount => 'ap'),"
+        f" edrc_preferences(system => {system}, truth => {truth}, discount => 'ap'),"
+        f" spearman({rec}, {grades}), kendall_tau({rec}, {grades}),"
+        f" ap_correlation({rec}, {grades}), fcp({rec}, {grades})"
+    ).collect()[0]
+    assert list(row) == pytest.approx([1 / 3, 1 / 3, 1 / 3, 0.8, 2 / 3, 1 / 3, 5 / 6], abs=1e-12)
+
+
+def _duckdb_message(con, sql: str) -> str:
+    with pytest.raises(duckdb.Error) as error:
+        con.execute(sql).fetchall()
+    return str(error.value).split("ValueError: ", 1)[1]
+
+
+@pytest.mark.parametrize(
+    ("spark_sql", "duckdb_sql"),
+    [
+        (f"edrc(array(1L, 2L), {_pairs('1>2 2>1')})", "edrc([1, 2], [(1, 2), (2, 1)])"),
+        (f"edrc(array('x', 'y', 'z', 'w'), {_pairs('w>x x>y y>z z>x', text=True)})",
+         "edrc(['x', 'y', 'z', 'w'], [('w', 'x'), ('x', 'y'), ('y', 'z'), ('z', 'x')])"),
+        (f"edrc_preferences({_pairs('1>2 2>3 3>1')}, {_pairs('1>2')})",
+         "edrc_preferences([(1, 2), (2, 3), (3, 1)], [(1, 2)])"),
+        (f"edrc(array('a', 'b'), {_pairs('a>b b>b', text=True)})",
+         "edrc(['a', 'b'], [('a', 'b'), ('b', 'b')])"),
+        (f"edrc(array(1L, 2L), {_pairs('1>2')}, 'log')", "edrc([1, 2], [(1, 2)], 'log')"),
+        (f"edrc_preferences({_pairs('1>2')}, {_pairs('1>2')}, likelihood => 1.5)",
+         "edrc_preferences([(1, 2)], [(1, 2)], likelihood := 1.5)"),
+        ("spearman(array('a', 'b'), map('a', 1.0D, 'b', CAST('NaN' AS DOUBLE)))",
+         "spearman(['a', 'b'], map(['a', 'b'], [1.0, 'NaN'::DOUBLE]))"),
+    ],
+)
+def test_preference_errors_are_duckdbs(spark, con, spark_sql, duckdb_sql):
+    # Cycles naming their items, self-preferences, bad options and grades: DuckDB's message text.
+    message = _duckdb_message(con, f"SELECT {duckdb_sql}")
+    with pytest.raises(PySparkException) as error:
+        spark.sql(f"SELECT {spark_sql}").collect()
+    assert message in str(error.value)
+
+
+def test_preference_argument_errors(spark, con):
+    # A struct of three fields: DuckDB's message up to the type, which each engine spells its
+    # own way.
+    message = _duckdb_message(con, "SELECT edrc([1, 2], [{'user': 9, 'a': 1, 'b': 2}])")
+    assert message.startswith("edrc: truth must be a list of two-field structs")
+    with pytest.raises(PySparkException) as error:
+        spark.sql(
+            "SELECT edrc(array(1L, 2L), array(named_struct('user', 9L, 'a', 1L, 'b', 2L)))"
+        ).collect()
+    assert message.split("; got")[0] + "; got list<element: struct<user: int64" in str(error.value)
+    # Ids of one kind, and no k.
+    with pytest.raises(PySparkException, match="edrc: no form takes rec list<element: int64"):
+        spark.sql(f"SELECT edrc(array(1L, 2L), {_pairs('1>2', text=True)})").collect()
+    with pytest.raises(PySparkException, match=r"kendall_tau: too many positional arguments; "
+                       r"call it as kendall_tau\(rec, truth\)"):
+        spark.sql("SELECT kendall_tau(array(1L), map(1L, 1.0D), 5)").collect()
 
 
 # --- to_ordered_list ----------------------------------------------------------------------------
