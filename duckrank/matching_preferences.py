@@ -113,20 +113,17 @@ def _coded_rows(parts: list[_Part], valid: np.ndarray) -> tuple[_CodedIds, list[
     """The ids of each valid row, part after part, coded by one dictionary encoding of the
     batch; and each part's per-row length (0 on rows that are not valid)."""
     lengths = [np.where(valid, np.diff(p.offsets), 0) for p in parts]
-    row_length = np.sum(lengths, axis=0, dtype=np.int64)
-    starts = np.cumsum(row_length) - row_length
     used = [p.values.slice(p.offsets[0], p.offsets[-1] - p.offsets[0]) for p in parts]
     encoded = pa.chunked_array(used, type=used[0].type).dictionary_encode().combine_chunks()
     flat = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    codes = np.empty(int(row_length.sum()), dtype=np.int64)
-    placed = np.zeros(len(valid), dtype=np.int64)  # ids of earlier parts, per row
-    chunk_start = 0
-    for part, length, values in zip(parts, lengths, used, strict=True):
-        source = chunk_start + part.offsets[:-1] - part.offsets[0]
-        codes[gather_ranges(starts + placed, length)] = flat[gather_ranges(source, length)]
-        placed += length
-        chunk_start += len(values)
-    return _CodedIds(codes, starts, encoded.dictionary), lengths
+    # Where each part's ids of each row start among ``flat`` (the parts' ids one after another);
+    # gathering those ranges row by row, part by part, lays the rows out.
+    chunk_starts = np.cumsum([0] + [len(u) for u in used[:-1]])
+    sources = [c + p.offsets[:-1] - p.offsets[0] for c, p in zip(chunk_starts, parts, strict=True)]
+    row_major = gather_ranges(np.stack(sources, axis=1).ravel(), np.stack(lengths, axis=1).ravel())
+    codes = flat[row_major]
+    row_length = np.sum(lengths, axis=0, dtype=np.int64)
+    return _CodedIds(codes, np.cumsum(row_length) - row_length, encoded.dictionary), lengths
 
 
 def _first_seen(keys: np.ndarray) -> tuple[np.ndarray, pa.Array]:
@@ -175,7 +172,6 @@ class _Items:
     dictionary: pa.Array  # the (row, id) keys, by item number
     row: np.ndarray  # per item
     code: np.ndarray  # per item: its id's code in the batch's _CodedIds
-    position: np.ndarray  # per item: where it first appears in its row's list
     first: np.ndarray  # per row: number of its first item
     counts: np.ndarray  # per row: number of its items
 
@@ -195,17 +191,11 @@ def _items(coded: _CodedIds, begin: np.ndarray, length: np.ndarray) -> _Items:
     row, at = coded.part(begin, length)
     code = coded.codes[at]
     named = code >= 0
-    row, at, code = row[named], at[named], code[named]
+    row, code = row[named], code[named]
     item, dictionary = _first_seen(row * coded.span + code)
     first_time = item > np.r_[-1, np.maximum.accumulate(item)[:-1]]  # numbers grow by one
     counts = np.bincount(row[first_time], minlength=len(length))
-    return _Items(
-        dictionary,
-        row[first_time],
-        code[first_time],
-        (at - coded.starts[row])[first_time],
-        *_row_starts(counts),
-    )
+    return _Items(dictionary, row[first_time], code[first_time], *_row_starts(counts))
 
 
 def _pairs(
@@ -277,7 +267,7 @@ def match_preferences(
     in_v[better_item] = in_v[worse_item] = True
     node_of_item = np.cumsum(in_v) - 1
     nodes = _Items(
-        ranked.dictionary, ranked.row[in_v], ranked.code[in_v], ranked.position[in_v],
+        ranked.dictionary, ranked.row[in_v], ranked.code[in_v],
         *_row_starts(np.bincount(ranked.row[in_v], minlength=len(valid))),
     )
     edges = Edges(

@@ -127,18 +127,23 @@ def _segments(
     in every segment."""
     lists = _id_lists(ids)
     valid = _valid(lists) & np.logical_and.reduce([_valid(c) for c in length_columns])
+    lengths = [
+        length
+        for column, count in zip(length_columns, repeats, strict=True)
+        for length in [np.where(valid, _int_column(column), 0)] * count
+    ]
     row_start = lists.offsets.to_numpy().astype(np.int64)[:-1]
+    starts = row_start + np.cumsum([np.zeros_like(row_start), *lengths[:-1]], axis=0)
+    # One take lays out every segment's ids, segment after segment.
+    values = lists.values.take(pa.array(gather_ranges(starts.ravel(), np.concatenate(lengths))))
     mask = pa.array(~valid)
-    segments = []
-    for column, count in zip(length_columns, repeats, strict=True):
-        length = np.where(valid, _int_column(column), 0)
-        for _ in range(count):
-            take = gather_ranges(row_start, length)
-            offsets = pa.array(np.concatenate([[0], np.cumsum(length)]), pa.int32())
-            segments.append(
-                pa.ListArray.from_arrays(offsets, lists.values.take(pa.array(take)), mask=mask)
-            )
-            row_start = row_start + length
+    segments, begin = [], 0
+    for length in lengths:
+        offsets = np.concatenate([[0], np.cumsum(length)])
+        segments.append(pa.ListArray.from_arrays(
+            pa.array(offsets, pa.int32()), values.slice(begin, offsets[-1]), mask=mask
+        ))
+        begin += offsets[-1]
     return segments
 
 
