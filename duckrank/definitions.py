@@ -59,12 +59,13 @@ class Metric:
 
     * ``"preferences"``, ``"system_preferences"``, ``"ranked_grades"``: no pure-SQL form
       (``sql`` is empty); DuckDB runs the kernel as a Python UDF behind a TEMP macro
-      (``duckrank.python_udfs``, whose converters turn the Arrow columns into the kernel's
-      input). ``preferences``: ``(rec, truth)`` with truth a list of (preferred, other) structs,
-      kernel input ``duckrank.metrics.preference.PreferenceRows``; ``system_preferences``: the
-      same with the system's output a list of preferences too (first argument ``system``);
-      ``ranked_grades``: ``(rec, truth MAP)``, kernel input
-      ``duckrank.metrics.correlation.RankedGrades``. These functions take no ``k``.
+      (``duckrank.python_udfs``); ``duckrank.matching_preferences`` turns the Arrow columns into
+      the kernel's input, for DuckDB and Spark alike. ``preferences``: ``(rec, truth)`` with
+      truth a list of (preferred, other) structs, kernel input
+      ``duckrank.metrics.preference.PreferenceRows``; ``system_preferences``: the same with the
+      system's output a list of preferences too (first argument ``system``); ``ranked_grades``:
+      ``(rec, truth MAP)``, kernel input ``duckrank.metrics.correlation.RankedGrades``. These
+      functions take no ``k``.
 
     A ``kernel`` takes the matched batch and the record's options as keyword arguments.
 

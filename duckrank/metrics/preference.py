@@ -22,8 +22,8 @@ preferences: their transitive closure).
 * EDRC = (2 / Z) * sum over v in V \\ S of C(v) / D(v) - 1, in [-1, 1]; NULL when Z = 0 (no truth
   preference between two ranked items).
 
-The kernel works on small integer node ids per row (the adapter in ``duckrank.python_udfs`` maps
-item ids to them): truth ancestors and descendants are bitsets (uint64 words), filled level by
+The kernel works on small integer node ids per row (``duckrank.matching_preferences`` maps item ids
+to them): truth ancestors and descendants are bitsets (uint64 words), filled level by
 level in topological order, every level for a whole chunk of rows in a few numpy calls.
 """
 
