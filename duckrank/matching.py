@@ -69,11 +69,13 @@ def matched_sql(rec: str, truth: str, k: str, *, count_truth: bool = True) -> st
     top = _top_k_len(rec, k)
     count = f", n := {relevant_count_sql(truth)}" if count_truth else ""
     rec_side = f"struct_pack(K := {top}, pos := {_rec_side_positions(rec, truth, top)}{count})"
-    located = "duckrank_located"
-    count = f", n := list_count({located})::BIGINT" if count_truth else ""
+    # K is bound next to the located positions so that a per-row k is not re-validated for
+    # every truth item inside the filter's lambda.
+    count = ", n := list_count(s.located)::BIGINT" if count_truth else ""
     truth_side = (
-        f"list_transform([{_truth_side_positions(rec, truth)}], lambda {located}: struct_pack("
-        f"K := {top}, pos := list_filter({located}, lambda p: p BETWEEN 1 AND {top}){count}))[1]"
+        f"list_transform([struct_pack(K := {top}, located := "
+        f"{_truth_side_positions(rec, truth)})], lambda s: struct_pack(K := s.K, "
+        f"pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K){count}))[1]"
     )
     return (
         f"(CASE WHEN {_rec_side_is_cheaper(rec, truth, top)} THEN {rec_side} "

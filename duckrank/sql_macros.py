@@ -42,17 +42,20 @@ def _quote(text: str) -> str:
 
 
 def _hits_body(metric: Metric) -> str:
-    """A binary metric's body. The row (rec, truth, validated cut-off) and then its match are
-    each bound once by a lambda over a one-element list, so that the metric's SQL can read the
-    hit positions several times, and no argument expression is re-evaluated per list element.
-    n is computed only for metrics that read it."""
+    """A binary metric's body. The row's match is bound once by a lambda over a one-element
+    list, so that the metric's SQL can read the hit positions and n several times. rec and truth
+    are not bound the same way: that second lambda level cost 25% (benchmarks/RESULTS.md), so an
+    argument that is an expression rather than a column is evaluated again inside the matching
+    lambdas (correct, but slower). n is computed only for metrics that read it. Option checks
+    come first and outside the lambda, where DuckDB folds them for constant options."""
     cut = f"duckrank_cutoff('{metric.name}', rec, k)"
-    row = f"struct_pack(rec := rec, truth := truth, cut := {cut})"
-    match = matched_sql("r.rec", "r.truth", "r.cut", count_truth="{n}" in metric.sql)
-    value = metric.sql.format(pos="m.pos", K="m.K", k="r.cut", n="m.n")
+    match = matched_sql("rec", "truth", cut, count_truth="{n}" in metric.sql)
+    value = metric.sql.format(pos="m.pos", K="m.K", k=cut, n="m.n")
+    checks = option_errors_sql(metric.name, metric.options)
+    whens = "".join(f"WHEN {condition} THEN {error} " for condition, error in checks)
     return (
-        f"list_transform([{row}], lambda r: CASE WHEN r.rec IS NULL OR r.truth IS NULL "
-        f"OR r.cut IS NULL THEN NULL ELSE list_transform([{match}], lambda m: {value})[1] END)[1]"
+        f"CASE {whens}WHEN rec IS NULL OR truth IS NULL OR {cut} IS NULL THEN NULL "
+        f"ELSE list_transform([{match}], lambda m: {value})[1] END"
     )
 
 

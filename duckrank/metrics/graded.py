@@ -183,8 +183,9 @@ def _err_sql(grades: str) -> str:
 def binary_ndcg_sql(log2_sql: str) -> str:
     """The binary ndcg record's SQL with the gain/discount/base options: ``log2_sql`` (the tuned
     default path over hit positions) serves discount 'log2'; 'jarvelin' sums 1 / disc over the
-    same positions. Gain does not matter for grade 1 (2^1 - 1 = 1) but is still checked."""
-    errors = " ".join(f"WHEN {c} THEN {e}" for c, e in option_errors_sql("ndcg", DCG_OPTIONS))
+    same positions. Gain does not matter for grade 1 (2^1 - 1 = 1) but is still checked: the
+    macro body checks every option before the per-row lambda (``sql_macros._hits_body``), where
+    DuckDB folds the checks on constant options away."""
     jarvelin = (
         "CASE WHEN {n} = 0 THEN NULL WHEN len({pos}) = 0 THEN 0.0 "
         f"ELSE list_sum(list_transform({{pos}}, lambda p: 1.0 / {discount_sql('p')})) "
@@ -192,7 +193,7 @@ def binary_ndcg_sql(log2_sql: str) -> str:
         f"lambda i: 1.0 / {discount_sql('i')})) END"
     )
     log2 = f"{_text('discount')} = 'log2'"
-    return f"CASE {errors} WHEN {log2} THEN ({log2_sql}) ELSE ({jarvelin}) END"
+    return f"CASE WHEN {log2} THEN ({log2_sql}) ELSE ({jarvelin}) END"
 
 
 # --- the same in numpy ---------------------------------------------------------------------------
