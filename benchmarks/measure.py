@@ -70,7 +70,7 @@ def measure_sql(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _export(con, k_max: int) -> tuple[dict, dict]:
     """qrels and run as the nested dicts both tools take (string ids; rank r scores -r)."""
-    table = con.execute(f"SELECT uid, rec[1:{k_max}] AS rec, truth FROM ev").arrow()
+    table = con.execute(f"SELECT uid, rec[1:{k_max}] AS rec, truth FROM ev").to_arrow_table()
     uids = [str(u) for u in table["uid"].to_pylist()]
     qrels = {
         u: {str(item): 1 for item in items}
