@@ -34,7 +34,8 @@ CREATE OR REPLACE MACRO duckrank_unknown_options(tokens) AS
 """,
     """
 CREATE OR REPLACE MACRO duckrank_k_option(tokens) AS
-  CASE WHEN list_position(tokens, '-k') > 0 THEN coalesce(tokens[list_position(tokens, '-k') + 1], '') END
+  CASE WHEN list_position(tokens, '-k') > 0
+    THEN coalesce(tokens[list_position(tokens, '-k') + 1], '') END
 """,
     f"""
 CREATE OR REPLACE MACRO duckrank_ordered_options(fn, options) AS CASE
@@ -44,17 +45,21 @@ CREATE OR REPLACE MACRO duckrank_ordered_options(fn, options) AS CASE
         || '''; known options: {KNOWN}')
     WHEN list_has_any(duckrank_option_tokens(options), ['-kv_map', '-kv'])
         AND list_has_any(duckrank_option_tokens(options), ['-vk_map', '-vk'])
-      THEN error(fn || ': both -kv_map and -vk_map were given in options ''' || options || '''')
-    WHEN fn = 'to_ordered_list' AND list_has_any(duckrank_option_tokens(options), ['-kv_map', '-kv'])
+      THEN error(fn || ': both -kv_map and -vk_map were given in options '''
+        || options || '''')
+    WHEN fn = 'to_ordered_list'
+        AND list_has_any(duckrank_option_tokens(options), ['-kv_map', '-kv'])
       THEN error('to_ordered_list: option -kv_map returns a MAP; use to_ordered_kv_map(value, key'
         || ' [, options]) instead')
-    WHEN fn = 'to_ordered_list' AND list_has_any(duckrank_option_tokens(options), ['-vk_map', '-vk'])
+    WHEN fn = 'to_ordered_list'
+        AND list_has_any(duckrank_option_tokens(options), ['-vk_map', '-vk'])
       THEN error('to_ordered_list: option -vk_map returns a MAP; use to_ordered_vk_map(value, key'
         || ' [, options]) instead')
     WHEN NOT regexp_full_match(coalesce(duckrank_k_option(duckrank_option_tokens(options)), '1'),
         '-?0*[1-9][0-9]*')
       THEN error(fn || ': option -k needs a non-zero integer, got '''
-        || duckrank_k_option(duckrank_option_tokens(options)) || ''' in options ''' || options || '''')
+        || duckrank_k_option(duckrank_option_tokens(options)) || ''' in options '''
+        || options || '''')
     ELSE {{'k': try_cast(duckrank_k_option(duckrank_option_tokens(options)) AS BIGINT),
            'reverse': list_has_any(duckrank_option_tokens(options), ['-reverse', '-reverse_order']),
            'dedup': list_contains(duckrank_option_tokens(options), '-dedup')}}
@@ -112,11 +117,13 @@ MACROS = (
     ORDER_MACRO,
     to_ordered_list_macro(),
     f"""
-CREATE OR REPLACE MACRO to_ordered_kv_map(value, key) AS {_map('to_ordered_kv_map', 'k', 'v', 'NULL')},
+CREATE OR REPLACE MACRO to_ordered_kv_map(value, key) AS
+  {_map('to_ordered_kv_map', 'k', 'v', 'NULL')},
   (value, key, options) AS {_map('to_ordered_kv_map', 'k', 'v', 'options')}
 """,
     f"""
-CREATE OR REPLACE MACRO to_ordered_vk_map(value, key) AS {_map('to_ordered_vk_map', 'v', 'k', 'NULL')},
+CREATE OR REPLACE MACRO to_ordered_vk_map(value, key) AS
+  {_map('to_ordered_vk_map', 'v', 'k', 'NULL')},
   (value, key, options) AS {_map('to_ordered_vk_map', 'v', 'k', 'options')}
 """,
 )

@@ -228,7 +228,7 @@ def test_register_twice_and_on_cursors():
     con.close()
 
 
-# --- peers -----------------------------------------------------------------------------------------
+# --- peers ------------------------------------------------------------------------------------
 
 
 def random_cases(seed: int, count: int, distinct_rec: bool = True):
@@ -420,7 +420,8 @@ def test_to_ordered_list_dedup_and_nulls(con):
     assert scalar(
         con, "SELECT to_ordered_list(v, s, '-dedup') FROM (VALUES (1, 1), (1, 1), (2, 1)) t(v, s)"
     ) == [1, 2]
-    assert scalar(con, "SELECT to_ordered_list(v, s) FROM (VALUES (NULL, 1), (1, NULL)) t(v, s)") is None
+    no_rows_left = "SELECT to_ordered_list(v, s) FROM (VALUES (NULL, 1), (1, NULL)) t(v, s)"
+    assert scalar(con, no_rows_left) is None
 
 
 def test_to_ordered_list_is_deterministic_across_runs(con):
