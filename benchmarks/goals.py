@@ -1,0 +1,109 @@
+"""Check the performance goals of the benchmark issue against a run's rows.
+
+    .venv/bin/python -m benchmarks.goals [benchmarks/data/results.json]
+
+Every ratio compares measurements of the same run (1,000,000 users unless a goal says otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.data import DATA_DIR
+from duckrank.metrics.binary import METRICS
+
+USERS = 1_000_000
+
+
+def _seconds(rows: list[dict[str, Any]], **where: Any) -> float | None:
+    for row in rows:
+        if all(row.get(key) == value for key, value in where.items()) and "seconds" in row:
+            return row["seconds"]
+    return None
+
+
+def _line(goal: str, measured: str, met: bool | None) -> str:
+    verdict = "not measured" if met is None else ("met" if met else "**not met**")
+    return f"| {goal} | {measured} | {verdict} |"
+
+
+def goal_lines(rows: list[dict[str, Any]]) -> list[str]:
+    main = [r for r in rows if r.get("section") == "main" and r.get("users") == USERS]
+    lines = ["| goal | measured | verdict |", "|---|---|---|"]
+
+    def at(query: str, k: int, ids: str = "bigint", threads: int = 2) -> float | None:
+        return _seconds(main, query=query, k=k, ids=ids, threads=threads)
+
+    for k, floor_goal, hand_goal in ((10, 1.5, 6), (100, 2.5, 5)):
+        ndcg, floor, hand = at("ndcg", k), at("scan floor", k), at("hand SQL ndcg", k)
+        if None in (ndcg, floor, hand):
+            lines.append(_line(f"ndcg@{k} vs floor and hand SQL", "–", None))
+            continue
+        lines.append(_line(f"ndcg@{k} within {floor_goal}x of the scan floor",
+                           f"{ndcg / floor:.2f}x ({ndcg:.3f} s vs {floor:.3f} s)",
+                           ndcg / floor <= floor_goal))
+        lines.append(_line(f"ndcg@{k} at least {hand_goal}x faster than hand-written SQL",
+                           f"{hand / ndcg:.2f}x ({hand:.3f} s vs {ndcg:.3f} s)",
+                           hand / ndcg >= hand_goal))
+    for k in (10, 100):
+        ndcg = at("ndcg", k)
+        ratios = {m.name: at(m.name, k) / ndcg for m in METRICS if ndcg and at(m.name, k)}
+        if ratios:
+            worst = max(ratios, key=ratios.get)
+            lines.append(_line(f"every binary metric within 2x of ndcg@{k}",
+                               f"worst {worst} {ratios[worst]:.2f}x", ratios[worst] <= 2))
+    for k in (10, 100):
+        ratios = {}
+        for m in METRICS:
+            text, number = at(m.name, k, ids="varchar"), at(m.name, k)
+            if text and number:
+                ratios[m.name] = text / number
+        if ratios:
+            worst = max(ratios, key=ratios.get)
+            lines.append(_line(f"VARCHAR ids within 2x of BIGINT (k={k})",
+                               f"ndcg {ratios.get('ndcg', float('nan')):.2f}x, worst {worst} "
+                               f"{ratios[worst]:.2f}x", ratios[worst] <= 2))
+    for k in (10, 100):
+        speedups = {}
+        for m in METRICS:
+            one, two = at(m.name, k, threads=1), at(m.name, k)
+            if one and two:
+                speedups[m.name] = one / two
+        if speedups:
+            worst = min(speedups, key=speedups.get)
+            lines.append(_line(f"1 -> 2 threads at least 1.6x faster (k={k})",
+                               f"ndcg {speedups.get('ndcg', float('nan')):.2f}x, worst {worst} "
+                               f"{speedups[worst]:.2f}x", speedups[worst] >= 1.6))
+    stream = {r["users"]: r["rss_mb"] for r in rows
+              if r.get("section") == "streaming" and "rss_mb" in r}
+    if len(stream) >= 2:
+        small, large = min(stream), max(stream)
+        lines.append(_line("peak memory does not grow with users (Parquet stream)",
+                           f"{stream[small]:.0f} MB at {small:,} users, {stream[large]:.0f} MB "
+                           f"at {large:,}", stream[large] <= stream[small] * 1.25))
+    peers = [r for r in rows if r.get("section") == "peers"]
+    for tool in ("ranx", "pytrec"):
+        for k in (10, 100):
+            ours = _seconds(peers, tool="duckrank", k=k)
+            theirs = [r for r in peers if r.get("tool") == tool and r.get("k") == k
+                      and "seconds" in r]
+            if ours and theirs:
+                total = theirs[0]["export_seconds"] + theirs[0]["seconds"]
+                lines.append(_line(
+                    f"faster end to end than {tool} (ndcg@{k}, 100,000 users)",
+                    f"{total / ours:.0f}x faster (export {theirs[0]['export_seconds']:.2f} s + "
+                    f"compute {theirs[0]['seconds']:.3f} s vs {ours:.3f} s)", total > ours))
+    return lines
+
+
+def main() -> None:
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DATA_DIR / "results.json"
+    rows = json.loads(path.read_text())["rows"]
+    print("\n".join(goal_lines(rows)))
+
+
+if __name__ == "__main__":
+    main()
