@@ -134,9 +134,10 @@ def _binary_cells() -> list[Cell]:
                    "SELECT list({f}(rec, [1], k)) FROM (VALUES ([1], 3), ([1], 0)) t(rec, k)",
                    "error", ["k must be a positive integer or 'all'", "got 0"], BINARY, family)
     cells += _same("INTEGER[] against VARCHAR[]", "SELECT {f}([1, 2], ['1'], 2)", "limitation",
-                   ["Cannot deduce template type"], BINARY, family)
+                   ["Cannot concatenate lists of types VARCHAR[] and INTEGER[]"], BINARY, family)
     cells += _same("a list against a list of lists", "SELECT {f}([1, 2], [[1]], 2)",
-                   "limitation", ["Cannot deduce template type"], BINARY, family)
+                   "limitation", ["Cannot concatenate lists of types INTEGER[][] and INTEGER[]"],
+                   BINARY, family)
     cells += _same("rec not a list", "SELECT {f}(1, [1])", "limitation",
                    ["No function matches"], BINARY, family)
     cells += [

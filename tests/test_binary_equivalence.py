@@ -17,6 +17,8 @@ import random
 import pyarrow as pa
 import pytest
 
+import duckrank
+from duckrank import matching
 from duckrank.metrics.binary import METRICS
 
 NAMES = [m.name for m in METRICS]
@@ -57,7 +59,7 @@ def _maybe_null(rng: random.Random, value, share: float):
 
 def random_rows(seed: int, as_text: bool) -> list[tuple]:
     """(rec, truth, k) rows. Ids come from a small alphabet so hits and repeats are common; list
-    lengths up to 60 with k up to 70 make both matching forms run (see test_both_forms_run)."""
+    lengths up to 60 with k up to 70; test_every_matching_form_alone forces each matching form."""
     rng = random.Random(seed)
     alphabet = rng.choice([8, 20, 200])
 
@@ -119,11 +121,22 @@ def test_k_omitted_means_all(con) -> None:
     _assert_rows_match(con, rows, "", lambda rec, k: None if rec is None else len(rec))
 
 
-def test_both_forms_run() -> None:
-    """The random rows reach both matching forms (the switch in duckrank.matching, restated)."""
-    sides = set()
-    for rec, truth, k in random_rows(1, as_text=False):
-        if rec is not None and truth is not None and k is not None:
-            top = min(k, len(rec))
-            sides.add(top * (10 + len(truth)) * 2 <= len(truth) * (60 + len(rec)))
-    assert sides == {True, False}
+FORMS = {
+    # form -> (_merge_is_cheaper, _rec_side_is_cheaper) forced to these SQL booleans
+    "sorted_merge": ("true", "false"),
+    "rec_side": ("false", "true"),
+    "truth_side": ("false", "false"),
+}
+
+
+@pytest.mark.parametrize("as_text", [False, True], ids=["bigint", "varchar"])
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_every_matching_form_alone(monkeypatch, form: str, as_text: bool) -> None:
+    """Each of the three matching forms, forced on every row, gives the reference values (the
+    cost model then only decides speed, never a value)."""
+    merge, rec_side = FORMS[form]
+    monkeypatch.setattr(matching, "_merge_is_cheaper", lambda *_: merge)
+    monkeypatch.setattr(matching, "_rec_side_is_cheaper", lambda *_: rec_side)
+    con = duckrank.connect()
+    _assert_rows_match(con, random_rows(6, as_text), ", k", lambda rec, k: k)
+    con.close()
