@@ -463,3 +463,8 @@ def test_to_ordered_maps(con):
         3: "a",
         2: "d",
     }
+
+
+@pytest.mark.parametrize("function", BINARY)
+def test_every_binary_metric_returns_double(con, function):
+    assert scalar(con, f"SELECT typeof({function}([1, 3, 2], [1, 2], 2))") == "DOUBLE"

@@ -141,7 +141,7 @@ HITRATE = Metric(
     summary="1 when the top K holds at least one hit, else 0.",
     formula="1 if hits > 0 else 0",
     undefined="NULL when truth has no item.",
-    sql="CASE WHEN {n} = 0 THEN NULL WHEN len({pos}) > 0 THEN 1.0 ELSE 0.0 END",
+    sql="CASE WHEN {n} = 0 THEN NULL WHEN len({pos}) > 0 THEN 1.0::DOUBLE ELSE 0.0::DOUBLE END",
     kernel=_hitrate,
     aliases=("hit_rate", "success"),
     peers="Same as ranx's hit_rate@k and trec_eval's success_k.",
