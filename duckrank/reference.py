@@ -35,6 +35,10 @@ Conventions shared by the binary metrics (`duckrank/matching.py`):
   duplicate recommendation is a miss, so no value leaves [0, 1]. NULL elements of rec keep their
   position and are never hits.
 - NULL rec or NULL truth gives NULL.
+
+Speed: pass `rec` and `truth` as columns (or build them in a CTE). An expression in their place,
+such as `ndcg(list_distinct(rec), truth, 10)`, gives the same value but DuckDB evaluates it again
+for every list element inside the macro's lambdas.
 """
 
 

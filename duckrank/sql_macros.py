@@ -138,9 +138,14 @@ def metric_macro(overloads: list[Metric]) -> str:
     )
 
 
-def metric_comment(metric: Metric) -> str:
-    text = f"{metric.summary} {metric.formula}. {metric.undefined}"
-    return f"COMMENT ON MACRO {metric.name} IS {_quote(text)}"
+def metric_comment(overloads: list[Metric]) -> str:
+    """The text ``duckdb_functions()`` shows: each overload's summary, formula and NULL rule."""
+    text = " | ".join(
+        f"{'truth ' + m.truth_type + ': ' if m.truth_type else ''}{m.summary} {m.formula}. "
+        f"{m.undefined}"
+        for m in overloads
+    )
+    return f"COMMENT ON MACRO {overloads[0].name} IS {_quote(text)}"
 
 
 def sql_statements() -> list[str]:
@@ -151,7 +156,7 @@ def sql_statements() -> list[str]:
         if metric.inputs in BODIES:
             by_name.setdefault(metric.name, []).append(metric)
     for overloads in by_name.values():
-        statements += [metric_macro(overloads), metric_comment(overloads[0])]
+        statements += [metric_macro(overloads), metric_comment(overloads)]
     return statements
 
 
