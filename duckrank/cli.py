@@ -137,7 +137,8 @@ DEMOS = (
     (
         "The Hivemall guide's example (dummy_rec, dummy_truth): compare with its table "
         "(Recall 0.6666666666666666 / 0.3333333333333333, ..., NDCG 0.7039180890341349 / "
-        "0.6131471927654585)",
+        "0.6131471927654585; the exact NDCGs are 0.70391808903413475... / 0.61314719276545841..., "
+        "so both the guide and duckrank are within 2 units of the 16th digit)",
         ["dummy_rec.csv", "dummy_truth.csv"],
         ["recall@4", "recall@2", "precision@4", "precision@2", "map@4", "map@2", "auc@4",
          "auc@2", "mrr@4", "mrr@2", "ndcg@4", "ndcg@2"],
