@@ -208,6 +208,21 @@ def _unify_ids(rec: pa.ListArray, truth: pa.ListArray) -> tuple[pa.ListArray, pa
     )
 
 
+def _lengths_and_cutoffs(
+    rec: pa.ListArray, truth: pa.ListArray, k: np.ndarray | int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: len(rec) (0 for NULL), the cut-off (len(rec) when k is omitted, 0 where k is NULL)
+    and whether the row is valid (rec, truth and k all non-NULL)."""
+    rec_len = pc.fill_null(pc.list_value_length(rec), 0).to_numpy().astype(np.int64)
+    valid = ~(rec.is_null().to_numpy(zero_copy_only=False) | truth.is_null().to_numpy(
+        zero_copy_only=False))
+    if k is None:
+        return rec_len, rec_len.copy(), valid
+    cut = np.broadcast_to(np.asarray(k, dtype=np.float64), (len(rec),)).copy()
+    valid &= ~np.isnan(cut)
+    return rec_len, np.where(np.isnan(cut), 0, cut).astype(np.int64), valid
+
+
 def match_hits(
     rec: pa.Array | pa.ChunkedArray,
     truth: pa.Array | pa.ChunkedArray,
@@ -216,15 +231,7 @@ def match_hits(
     """Vectorised matching of a whole batch (no per-row Python)."""
     rec, truth = _unify_ids(_as_list_array(rec), _as_list_array(truth))
     rows = len(rec)
-    rec_len = pc.fill_null(pc.list_value_length(rec), 0).to_numpy().astype(np.int64)
-    valid = ~(rec.is_null().to_numpy(zero_copy_only=False) | truth.is_null().to_numpy(
-        zero_copy_only=False))
-    if k is None:
-        cut = rec_len.copy()
-    else:
-        cut = np.broadcast_to(np.asarray(k, dtype=np.float64), (rows,)).copy()
-        valid &= ~np.isnan(cut)
-        cut = np.where(np.isnan(cut), 0, cut).astype(np.int64)
+    rec_len, cut, valid = _lengths_and_cutoffs(rec, truth, k)
     top = np.minimum(cut, rec_len)
 
     rec_off = rec.offsets.to_numpy().astype(np.int64)
@@ -482,15 +489,7 @@ def match_grade_lists(
         first_field = pc.struct_field(rec.values, [0])
         rec = pa.ListArray.from_arrays(rec.offsets, first_field, mask=rec.is_null())
     rows = len(rec)
-    valid = ~(rec.is_null().to_numpy(zero_copy_only=False) | truth.is_null().to_numpy(
-        zero_copy_only=False))
-    rec_len = pc.fill_null(pc.list_value_length(rec), 0).to_numpy().astype(np.int64)
-    if k is None:
-        cut = rec_len.copy()
-    else:
-        cut = np.broadcast_to(np.asarray(k, dtype=np.float64), (rows,)).copy()
-        valid &= ~np.isnan(cut)
-        cut = np.where(np.isnan(cut), 0, cut).astype(np.int64)
+    rec_len, cut, valid = _lengths_and_cutoffs(rec, truth, k)
     top_len = np.where(valid, np.minimum(cut, rec_len), 0)
 
     def flat(lists: pa.ListArray, lengths: np.ndarray, side: str) -> tuple:

@@ -81,18 +81,14 @@ def test_a_registration_that_fails_half_way_leaves_a_working_connection(monkeypa
     con.close()
 
 
-@pytest.mark.parametrize("threads", [1, 2, 8])
-def test_eight_threads_with_cursors_give_the_serial_results(threads):
-    con = duckrank.connect()
-    con.execute(f"SET threads = {threads}")
-    con.execute(EVAL_TABLE)
-    serial = con.execute(QUERY).fetchall()
+def run_on_eight_cursors(con: duckdb.DuckDBPyConnection, query: str) -> list:
+    """Run ``query`` at once in eight threads, each on its own registered cursor of ``con``."""
     results: list = [None] * 8
 
     def work(slot: int) -> None:
         cursor = con.cursor()
         duckrank.register(cursor)
-        results[slot] = cursor.execute(QUERY).fetchall()
+        results[slot] = cursor.execute(query).fetchall()
         cursor.close()
 
     workers = [threading.Thread(target=work, args=(i,)) for i in range(8)]
@@ -101,7 +97,16 @@ def test_eight_threads_with_cursors_give_the_serial_results(threads):
     for worker in workers:
         worker.join(timeout=120)
     assert not any(worker.is_alive() for worker in workers), "deadlock"
-    assert results == [serial] * 8
+    return results
+
+
+@pytest.mark.parametrize("threads", [1, 2, 8])
+def test_eight_threads_with_cursors_give_the_serial_results(threads):
+    con = duckrank.connect()
+    con.execute(f"SET threads = {threads}")
+    con.execute(EVAL_TABLE)
+    serial = con.execute(QUERY).fetchall()
+    assert run_on_eight_cursors(con, QUERY) == [serial] * 8
     con.close()
 
 
@@ -179,22 +184,8 @@ def test_threads_with_cursors_give_the_serial_results_for_every_kind_of_function
     con.execute(EVERY_KIND_TABLE)
     serial = con.execute(EVERY_KIND_QUERY).fetchall()
     assert all(value is not None for value in serial[0])
-    results: list = [None] * 8
-
-    def work(slot: int) -> None:
-        cursor = con.cursor()
-        duckrank.register(cursor)
-        results[slot] = cursor.execute(EVERY_KIND_QUERY).fetchall()
-        cursor.close()
-
-    workers = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=120)
-    assert not any(worker.is_alive() for worker in workers), "deadlock"
     # Sums of doubles over parallel groups may add in another order: equal to the last bits.
-    for result in results:
+    for result in run_on_eight_cursors(con, EVERY_KIND_QUERY):
         assert result[0] == pytest.approx(serial[0], rel=1e-12)
     con.close()
 
