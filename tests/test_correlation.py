@@ -12,6 +12,7 @@ import random
 
 import duckdb
 import pytest
+from conftest import scalar as value
 from scipy import stats
 
 import duckrank
@@ -25,12 +26,6 @@ def con() -> duckdb.DuckDBPyConnection:
     connection = duckrank.connect()
     yield connection
     connection.close()
-
-
-def value(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None):
-    rows = con.execute(sql, params or []).fetchall()
-    assert len(rows) == 1 and len(rows[0]) == 1, rows
-    return rows[0][0]
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from fractions import Fraction
 
 import duckdb
 import pytest
+from conftest import scalar as value
 
 import duckrank
 
@@ -26,12 +27,6 @@ def con() -> duckdb.DuckDBPyConnection:
     connection = duckrank.connect()
     yield connection
     connection.close()
-
-
-def value(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None):
-    rows = con.execute(sql, params or []).fetchall()
-    assert len(rows) == 1 and len(rows[0]) == 1, rows
-    return rows[0][0]
 
 
 def pairs_sql(pairs: list[tuple[str, str]]) -> str:
