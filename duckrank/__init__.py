@@ -2,7 +2,7 @@
 
     >>> import duckrank
     >>> con = duckrank.connect()
-    >>> con.sql("select ndcg([1, 3, 2, 6], [1, 2, 4], 2)").fetchone()[0]  # doctest: +ELLIPSIS
+    >>> con.sql("select ndcg([1, 3, 2, 6], [1, 2, 4], 2)").fetchall()[0][0]  # doctest: +ELLIPSIS
     0.6131471927654...
 """
 

@@ -468,3 +468,9 @@ def test_to_ordered_maps(con):
 @pytest.mark.parametrize("function", BINARY)
 def test_every_binary_metric_returns_double(con, function):
     assert scalar(con, f"SELECT typeof({function}([1, 3, 2], [1, 2], 2))") == "DOUBLE"
+
+
+def test_package_docstring_example_runs():
+    import doctest
+
+    assert doctest.testmod(duckrank).failed == 0
