@@ -2,9 +2,12 @@
 
 Two kinds of things are registered:
 
-* Pure-SQL macros (``duckrank.sql_macros.sql_statements``), created in the default schema. In a
-  file-backed database they are stored in the file and keep working there without duckrank or
-  Python. They are created once per database (a version macro tells), in one transaction.
+* Macros (``duckrank.sql_macros.sql_statements``), created in the default schema once per
+  database (a version macro tells), in one transaction. In a file-backed database they are pure
+  SQL, stored in the file, and keep working there without duckrank or Python; when the native
+  matching step (``duckrank.native``) is loaded, TEMP macros of the registering connection that
+  use it take their place for that connection. An in-memory database, which nothing else opens,
+  gets the native macros in the default schema, for every cursor.
 * Python functions (``duckrank.python_udfs.UDFS``), registered on the database instance, which
   every cursor shares; they are never stored in the file. Any macro that calls one is created as
   a TEMP macro of the registering connection (``session_statements``), because a stored macro
@@ -21,13 +24,14 @@ import duckdb
 
 from duckrank import __version__, python_udfs
 from duckrank import hivemall as _hivemall
+from duckrank import native as _native
 from duckrank.sql_macros import sql_statements
 
 
-def _macro_statements() -> tuple[list[str], str]:
+def _macro_statements(use_native: bool) -> tuple[list[str], str]:
     """The statements and a fingerprint of them: a database holding macros of another duckrank
     build (even at the same version number) gets them replaced."""
-    statements = [*sql_statements(), *_hivemall.sql_statements()]
+    statements = [*sql_statements(use_native), *_hivemall.sql_statements()]
     digest = hashlib.sha256("\n".join(statements).encode()).hexdigest()[:12]
     return statements, f"{__version__}+{digest}"
 
@@ -50,32 +54,40 @@ def _run_in_transaction(con: duckdb.DuckDBPyConnection, statements: list[str]) -
         raise
 
 
-def _is_read_only(con: duckdb.DuckDBPyConnection) -> bool:
+def _current_database(con: duckdb.DuckDBPyConnection) -> tuple[str | None, bool]:
+    """(file path or None for an in-memory database, read-only)."""
     return con.execute(
-        "SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()"
-    ).fetchall() == [(True,)]
+        "SELECT path, readonly FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()[0]
 
 
-def _register_macros(con: duckdb.DuckDBPyConnection) -> None:
-    statements, build = _macro_statements()
-    if _installed_version(con) == build:
-        return
+def _as_temp(statements: list[str]) -> list[str]:
+    return [
+        s.replace("CREATE OR REPLACE MACRO ", "CREATE OR REPLACE TEMP MACRO ", 1)
+        for s in statements
+        if s.startswith("CREATE OR REPLACE MACRO ")
+    ]
+
+
+def _register_macros(con: duckdb.DuckDBPyConnection, use_native: bool) -> None:
+    path, read_only = _current_database(con)
+    stored_native = use_native and path is None
+    statements, build = _macro_statements(stored_native)
     version_macro = f"CREATE OR REPLACE MACRO duckrank_version() AS '{build}'"
-    if _is_read_only(con):
+    if read_only:
         # Nothing can be stored: main's macros become TEMP macros of this connection, and the
         # hivemall schema (which a TEMP catalog cannot hold) is unavailable.
-        statements = [
-            s.replace("CREATE OR REPLACE MACRO ", "CREATE OR REPLACE TEMP MACRO ", 1)
-            for s in [*sql_statements(), version_macro]
-        ]
-        _run_in_transaction(con, statements)
+        _run_in_transaction(con, _as_temp([*sql_statements(use_native), version_macro]))
         return
-    try:
-        _run_in_transaction(con, [*statements, version_macro])
-    except duckdb.TransactionException:
-        # Another connection registered the same macros at the same moment.
-        if _installed_version(con) != build:
-            raise
+    if _installed_version(con) != build:
+        try:
+            _run_in_transaction(con, [*statements, version_macro])
+        except duckdb.TransactionException:
+            # Another connection registered the same macros at the same moment.
+            if _installed_version(con) != build:
+                raise
+    if use_native and not stored_native:
+        _run_in_transaction(con, _as_temp(sql_statements(native=True)))
 
 
 def _register_python(con: duckdb.DuckDBPyConnection) -> None:
@@ -92,26 +104,40 @@ def _register_python(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(statement)
 
 
-def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+def register(
+    con: duckdb.DuckDBPyConnection, *, native: bool = True
+) -> duckdb.DuckDBPyConnection:
     """Register every duckrank function on ``con`` and return it.
 
-    Idempotent: safe to call twice, on cursors, on several connections, and again after a
-    registration that failed half-way.
+    With ``native`` (the default) the native matching step is loaded when the build has it and
+    the database allows unsigned extensions (``duckrank.native``); the numbers are the same
+    either way. Idempotent: safe to call twice, on cursors, on several connections, and again
+    after a registration that failed half-way.
     """
-    _register_macros(con)
+    _register_macros(con, native and _native.load(con))
     _register_python(con)
     return con
 
 
 def connect(
-    database: str = ":memory:", *, hivemall: bool = False, **duckdb_kwargs: Any
+    database: str = ":memory:",
+    *,
+    hivemall: bool = False,
+    native: bool = True,
+    **duckdb_kwargs: Any,
 ) -> duckdb.DuckDBPyConnection:
     """``duckdb.connect(database, **duckdb_kwargs)`` with every duckrank function registered.
 
-    ``hivemall=True`` puts the hivemall schema first on the search path, so that unqualified
-    names resolve to Hivemall's aggregates (``SET search_path = 'hivemall,main'`` does the same).
+    ``native=True`` opens the database with ``allow_unsigned_extensions`` (unless ``config``
+    says otherwise) so that duckrank's native matching step can load; ``native=False`` keeps
+    DuckDB's default and the SQL matching step. ``hivemall=True`` puts the hivemall schema first
+    on the search path, so that unqualified names resolve to Hivemall's aggregates
+    (``SET search_path = 'hivemall,main'`` does the same).
     """
-    con = register(duckdb.connect(database, **duckdb_kwargs))
+    if native and _native.library_path() is not None:
+        config = {"allow_unsigned_extensions": "true", **duckdb_kwargs.pop("config", {})}
+        duckdb_kwargs["config"] = config
+    con = register(duckdb.connect(database, **duckdb_kwargs), native=native)
     if hivemall:
         con.execute(f"SET search_path = '{_hivemall.SCHEMA},main'")
     return con

@@ -121,6 +121,42 @@ def matched_sql(rec: str, truth: str, k: str, *, count_truth: bool = True) -> st
     )
 
 
+# Id types the native matching step (duckrank/native/match.c) compares exactly as SQL does:
+# integers of any widths by value, and each of the others against its own type. Any other pair
+# takes the SQL form above. (TIME WITH TIME ZONE, DECIMAL, INTERVAL and nested ids are left to SQL:
+# their equality is not their bytes, or they are rare as ids.)
+NATIVE_SIGNED_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT")
+NATIVE_UNSIGNED_TYPES = ("UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
+NATIVE_SAME_TYPES = (
+    "UUID", "VARCHAR", "BLOB", "DOUBLE", "FLOAT", "BOOLEAN", "DATE", "TIMESTAMP",
+    "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "TIMESTAMP WITH TIME ZONE",
+)
+
+
+def _list_types(names: tuple[str, ...]) -> str:
+    return ", ".join(f"'{name}[]'" for name in names)
+
+
+def native_handles_sql(rec: str, truth: str) -> str:
+    """True when the native step takes this pair of list types. DuckDB folds ``typeof`` of a
+    column to a constant, so the choice is made once per query, not per row. UHUGEINT pairs only
+    with unsigned types: its values above 2^127 share their bits with negative signed values."""
+    integers = _list_types(NATIVE_SIGNED_TYPES + NATIVE_UNSIGNED_TYPES)
+    unsigned = _list_types(NATIVE_UNSIGNED_TYPES + ("UHUGEINT",))
+    same = _list_types(NATIVE_SAME_TYPES)
+    return (
+        f"((typeof({rec}) IN ({integers}) AND typeof({truth}) IN ({integers})) "
+        f"OR (typeof({rec}) IN ({unsigned}) AND typeof({truth}) IN ({unsigned})) "
+        f"OR (typeof({rec}) = typeof({truth}) AND typeof({rec}) IN ({same})))"
+    )
+
+
+def native_matched_sql(function: str, rec: str, truth: str, k: str) -> str:
+    """``matched_sql``'s value (always with n, positions ascending) from the native step, for the
+    pairs ``native_handles_sql`` accepts. ``function`` names the caller in its error messages."""
+    return f"duckrank_match({function}, {rec}, {truth}, {k})"
+
+
 def hit_positions_sql(rec: str, truth: str, k: str) -> str:
     """The 1-based positions of the hits of ``rec`` within its top K (in no particular order), as
     a BIGINT[]."""

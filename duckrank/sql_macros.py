@@ -2,7 +2,9 @@
 
 The statements are pure SQL: they are what ``duckrank.register`` runs, and what
 ``sql/duckrank.sql`` holds for DuckDB clients without Python (``python -m duckrank.sql_macros``
-rewrites that file; a test checks it is current).
+rewrites that file; a test checks it is current). With ``native=True`` the binary metrics match
+through duckrank's native step (``duckrank.native``) for the id types it handles and through the
+SQL form for the others; the metric's formula is the same text in both.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from duckrank.matching import (
     hit_positions_sql,
     ideal_grades_sql,
     matched_sql,
+    native_handles_sql,
+    native_matched_sql,
     positive_count_sql,
     relevant_count_sql,
 )
@@ -30,32 +34,48 @@ from duckrank.metrics.graded import option_errors_sql
 
 SQL_FILE = Path(__file__).resolve().parent.parent / "sql" / "duckrank.sql"
 
-HELPER_MACROS = (
-    f"CREATE OR REPLACE MACRO duckrank_cutoff(fn, rec, k) AS {cutoff_sql('fn', 'rec', 'k')}",
-    "CREATE OR REPLACE MACRO duckrank_hit_positions(rec, truth, k) AS "
-    + hit_positions_sql("rec", "truth", "k"),
-)
+
+def _helper_macros(native: bool) -> list[str]:
+    positions = hit_positions_sql("rec", "truth", "k")
+    if native:
+        fast = native_matched_sql("'duckrank_hit_positions'", "rec", "truth", "k")
+        positions = (
+            f"CASE WHEN {native_handles_sql('rec', 'truth')} THEN struct_extract({fast}, 'pos') "
+            f"ELSE {positions} END"
+        )
+    return [
+        f"CREATE OR REPLACE MACRO duckrank_cutoff(fn, rec, k) AS {cutoff_sql('fn', 'rec', 'k')}",
+        f"CREATE OR REPLACE MACRO duckrank_hit_positions(rec, truth, k) AS {positions}",
+    ]
 
 
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _hits_body(metric: Metric) -> str:
+def _hits_body(metric: Metric, native: bool) -> str:
     """A binary metric's body. The row's match is bound once by a lambda over a one-element
     list, so that the metric's SQL can read the hit positions and n several times. rec and truth
     are not bound the same way: that second lambda level cost 25% (benchmarks/RESULTS.md), so an
     argument that is an expression rather than a column is evaluated again inside the matching
     lambdas (correct, but slower). n is computed only for metrics that read it. Option checks
-    come first and outside the lambda, where DuckDB folds them for constant options."""
+    come first and outside the lambda, where DuckDB folds them for constant options. With
+    ``native``, the id types the native step handles take it (a choice DuckDB folds per query)."""
     cut = f"duckrank_cutoff('{metric.name}', rec, k)"
-    match = matched_sql("rec", "truth", cut, count_truth="{n}" in metric.sql)
     value = metric.sql.format(pos="m.pos", K="m.K", k=cut, n="m.n")
+    sql_match = matched_sql("rec", "truth", cut, count_truth="{n}" in metric.sql)
+    per_row = f"list_transform([{sql_match}], lambda m: {value})[1]"
+    if native:
+        native_match = native_matched_sql(f"'{metric.name}'", "rec", "truth", cut)
+        per_row = (
+            f"CASE WHEN {native_handles_sql('rec', 'truth')} "
+            f"THEN list_transform([{native_match}], lambda m: {value})[1] ELSE {per_row} END"
+        )
     checks = option_errors_sql(metric.name, metric.options)
     whens = "".join(f"WHEN {condition} THEN {error} " for condition, error in checks)
     return (
         f"CASE {whens}WHEN rec IS NULL OR truth IS NULL OR {cut} IS NULL THEN NULL "
-        f"ELSE list_transform([{match}], lambda m: {value})[1] END"
+        f"ELSE {per_row} END"
     )
 
 
@@ -94,7 +114,8 @@ def _graded_body(
     )
 
 
-def _grades_body(metric: Metric) -> str:
+def _grades_body(metric: Metric, native: bool) -> str:
+    """``native`` reaches these bodies through the ``duckrank_hit_positions`` helper."""
     if metric.truth_type:  # MAP(VARCHAR, DOUBLE): item -> grade
         grades = "map_values(r.truth)"
         return _graded_body(
@@ -111,7 +132,7 @@ def _grades_body(metric: Metric) -> str:
     )
 
 
-def _grade_lists_body(metric: Metric) -> str:
+def _grade_lists_body(metric: Metric, native: bool) -> str:
     top, truth = first_field_grades_sql("r.rec", "r.cut"), "CAST(r.truth AS DOUBLE[])"
     name = f"'{metric.name}'"
     return _graded_body(
@@ -125,16 +146,16 @@ def _grade_lists_body(metric: Metric) -> str:
 BODIES = {"hits": _hits_body, "grades": _grades_body, "grade_lists": _grade_lists_body}
 
 
-def _overload(metric: Metric) -> str:
+def _overload(metric: Metric, native: bool) -> str:
     options = "".join(f", {o.name} := {o.sql_default()}" for o in metric.options)
     truth = f"truth {metric.truth_type}" if metric.truth_type else "truth"
-    return f"(rec, {truth}, k := 'all'{options}) AS {BODIES[metric.inputs](metric)}"
+    return f"(rec, {truth}, k := 'all'{options}) AS {BODIES[metric.inputs](metric, native)}"
 
 
-def metric_macro(overloads: list[Metric]) -> str:
+def metric_macro(overloads: list[Metric], native: bool = False) -> str:
     """One CREATE MACRO for all the records that share a name."""
     return f"CREATE OR REPLACE MACRO {overloads[0].name}" + ",\n  ".join(
-        _overload(m) for m in overloads
+        _overload(m, native) for m in overloads
     )
 
 
@@ -148,15 +169,18 @@ def metric_comment(overloads: list[Metric]) -> str:
     return f"COMMENT ON MACRO {overloads[0].name} IS {_quote(text)}"
 
 
-def sql_statements() -> list[str]:
-    """Every pure-SQL statement duckrank runs to register its macros, in order."""
-    statements = [*HELPER_MACROS, *(m.strip() for m in (*ordered_list.MACROS, *trec.MACROS))]
+def sql_statements(native: bool = False) -> list[str]:
+    """Every statement duckrank runs to register its macros, in order: pure SQL, or with
+    ``native`` (the native step must be loaded) matching natively where it can."""
+    statements = [
+        *_helper_macros(native), *(m.strip() for m in (*ordered_list.MACROS, *trec.MACROS))
+    ]
     by_name: dict[str, list[Metric]] = {}
     for metric in METRICS:
         if metric.inputs in BODIES:
             by_name.setdefault(metric.name, []).append(metric)
     for overloads in by_name.values():
-        statements += [metric_macro(overloads), metric_comment(overloads)]
+        statements += [metric_macro(overloads, native), metric_comment(overloads)]
     return statements
 
 

@@ -63,8 +63,8 @@ def test_a_registration_that_fails_half_way_leaves_a_working_connection(monkeypa
     con = duckdb.connect()
     real = duckdb_adapter._macro_statements
 
-    def failing_half_way():
-        statements, build = real()
+    def failing_half_way(use_native: bool):
+        statements, build = real(use_native)
         middle = len(statements) // 2
         return [*statements[:middle], "CREATE MACRO broken( AS", *statements[middle:]], build
 
