@@ -57,7 +57,9 @@ def _timed(run: Callable[[], Any], repeat: int) -> dict[str, Any]:
 
 
 def _connect(spec: dict[str, Any]):
-    con = duckrank.connect(config={"threads": spec.get("threads", 2)})
+    con = duckrank.connect(
+        config={"threads": spec.get("threads", 2)}, native=spec.get("native", True)
+    )
     for statement in spec.get("setup", []):
         con.execute(statement)
     return con

@@ -14,7 +14,9 @@ threads, next to two references measured the same way:
 * hand-written SQL for ndcg: UNNEST with positions, JOIN to truth, GROUP BY (what an analyst
   writes without duckrank);
 * for ndcg, the performance study's fastest macro (``study_ndcg_sql``), which skips the
-  duplicate and NULL conventions: the gap is what the definition costs.
+  duplicate and NULL conventions: the gap is what the definition costs;
+* for ndcg, duckrank's own SQL matching step (``duckrank.connect(native=False)``), the path
+  without the native step: the gap is what the native step buys.
 
 Extras: ranx and pytrec-eval-terrier (100,000 users, where installed), to_ordered_list on
 10,000,000 long rows, graded ndcg and err over MAP truth, edrc (benchmarks/bench_edrc.py), and
@@ -46,6 +48,7 @@ BINARY = [m.name for m in METRICS]
 HAND = "hand SQL ndcg"
 FLOOR = "scan floor"
 STUDY = "study C_auto ndcg (no dedup)"
+SQL_FORM = "ndcg, SQL matching step"
 
 
 def floor_sql(k: int, ids: str) -> str:
@@ -140,12 +143,13 @@ def main_grid(report: Report, users: list[int], ids: list[str], threads: list[in
             for t in threads:
                 for k in ks:
                     base: dict[str, float] = {}
-                    queries = [(FLOOR, floor_sql(k, id_kind)), (HAND, hand_ndcg_sql(k)),
-                               (STUDY, study_ndcg_sql(k))] + [
-                        (m, f"SELECT avg({m}(rec, truth, {k})) FROM ev") for m in metrics]
-                    for name, sql in queries:
+                    ndcg = f"SELECT avg(ndcg(rec, truth, {k})) FROM ev"
+                    queries = [(FLOOR, floor_sql(k, id_kind), True), (HAND, hand_ndcg_sql(k), True),
+                               (STUDY, study_ndcg_sql(k), True), (SQL_FORM, ndcg, False)] + [
+                        (m, f"SELECT avg({m}(rec, truth, {k})) FROM ev", True) for m in metrics]
+                    for name, sql, native in queries:
                         r = measure({"kind": "sql", "setup": load(path), "query": sql,
-                                     "threads": t})
+                                     "threads": t, "native": native})
                         row = {"section": "main", "users": n, "ids": id_kind, "threads": t,
                                "k": k, "query": name, **r}
                         if "error" in r:
