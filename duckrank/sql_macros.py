@@ -62,7 +62,7 @@ def _hits_body(metric: Metric, native: bool) -> str:
     come first and outside the lambda, where DuckDB folds them for constant options. With
     ``native``, the id types the native step handles take it (a choice DuckDB folds per query)."""
     cut = f"duckrank_cutoff('{metric.name}', rec, k)"
-    value = metric.sql.format(pos="m.pos", K="m.K", k=cut, n="m.n")
+    value = metric.sql.format(pos="m.pos", K="m.K", k="m.cut", n="m.n")
     sql_match = matched_sql("rec", "truth", cut, count_truth="{n}" in metric.sql)
     per_row = f"list_transform([{sql_match}], lambda m: {value})[1]"
     if native:

@@ -35,11 +35,12 @@ def _write(root: Path, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(text).lstrip())
 
 
-def _project(root: Path, database: Path) -> None:
+def _project(root: Path, database: Path, native: bool) -> None:
     rec = "userid,itemid,score\n" + "".join(
         f"{u},{i},{s}\n" for u in (1, 2, 3) for i, s in DUMMY_REC
     )
     truth = "userid,itemid\n" + "".join(f"{u},{i}\n" for u in (1, 2, 3) for i in DUMMY_TRUTH)
+    plugin_config = "" if native else "config: {native: false}"
     _write(root, {
         "dbt_project.yml": """
             name: duckrank_eval
@@ -63,6 +64,7 @@ def _project(root: Path, database: Path) -> None:
                   threads: 4
                   plugins:
                     - module: duckrank.dbt
+                      {plugin_config}
             """,
         "seeds/dummy_rec.csv": rec,
         "seeds/dummy_truth.csv": truth,
@@ -84,6 +86,13 @@ def _project(root: Path, database: Path) -> None:
                    average_precision(rec, truth, 4) as map_at_4
             from {{ ref('ranked') }} join {{ ref('judged') }} using (userid)
             """,
+        # 1 when the model's connection matches through the native step (its TEMP ndcg macro
+        # calls duckrank_match), else 0.
+        "models/matching_step.sql": """
+            select count(*) as native from duckdb_functions()
+            where function_name = 'ndcg' and database_name = 'temp'
+              and macro_definition like '%duckrank_match%'
+            """,
         "models/schema.yml": """
             version: 2
             models:
@@ -102,10 +111,14 @@ def _project(root: Path, database: Path) -> None:
     })
 
 
-def test_dbt_build_with_the_plugin(tmp_path: Path) -> None:
+@pytest.mark.parametrize("native", [False, True], ids=["sql step", "native step"])
+def test_dbt_build_with_the_plugin(tmp_path: Path, native: bool) -> None:
+    """By default the plugin opens the database so that the native matching step loads; with
+    ``native: false`` it uses the SQL step (README, "Speed"). The numbers are the guide's either
+    way."""
     project = tmp_path / "project"
     database = tmp_path / "eval.duckdb"
-    _project(project, database)
+    _project(project, database, native)
     env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DBT_NO_VERSION_CHECK": "1"}
     result = subprocess.run(
         [sys.executable, "-m", "dbt.cli.main", "build", "--project-dir", str(project),
@@ -113,14 +126,15 @@ def test_dbt_build_with_the_plugin(tmp_path: Path) -> None:
         cwd=project, env=env, capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    # 2 seeds, 3 models, 2 data tests.
-    assert "PASS=7" in result.stdout, result.stdout
+    # 2 seeds, 4 models, 2 data tests.
+    assert "PASS=8" in result.stdout, result.stdout
 
     with duckdb.connect(str(database), read_only=True) as con:
         rows = con.execute(
             "SELECT userid, ndcg_at_4, ndcg_at_2, map_at_4 FROM user_metrics ORDER BY userid"
         ).fetchall()
         assert [r[0] for r in rows] == [1, 2, 3]
+        assert con.execute("SELECT native FROM matching_step").fetchall() == [(int(native),)]
         for _, ndcg_4, ndcg_2, map_4 in rows:
             assert ndcg_4 == pytest.approx(GUIDE_NDCG_4, abs=1e-12)
             assert ndcg_2 == pytest.approx(GUIDE_NDCG_2, abs=1e-12)
