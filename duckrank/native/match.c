@@ -281,51 +281,43 @@ ALWAYS_INLINE int is_valid(const uint64_t *validity, idx_t i) {
 /* The two steps of a row for one key family: insert truth (returns n, its distinct non-NULL
  * items), then look up the top K of rec (appends the hit positions, returns their count). */
 #define DEFINE_MATCH(suffix, slot_type, key_type, READ, HASH, EQUAL, STORE)                                      \
-	ALWAYS_INLINE int64_t insert_##suffix(scratch *s, id_kind kind, const id_list *l, idx_t offset, idx_t len) { \
-		int64_t distinct = 0;                                                                                  \
-		(void)kind; /* the string readers need no kind */                                                     \
-		for (idx_t i = offset; i < offset + len; i++) {                                                        \
-			if (!is_valid(l->validity, i)) {                                                                   \
-				continue;                                                                                      \
+	/* The slot holding the key, or the empty slot where it would go. */                                      \
+	ALWAYS_INLINE slot_type *lookup_##suffix(scratch *s, key_type key, uint64_t hash) {                        \
+		for (idx_t probe = 0;; probe++) {                                                                      \
+			slot_type *e = SLOT_AT(slot_type, s, hash, probe);                                                 \
+			if (e->stamp != s->stamp || EQUAL(e, key, hash)) {                                                 \
+				return e;                                                                                      \
 			}                                                                                                  \
-			key_type key = READ(kind, l->data, i);                                                             \
-			uint64_t hash = HASH(key);                                                                         \
-			for (idx_t probe = 0;; probe++) {                                                                  \
-				slot_type *e = SLOT_AT(slot_type, s, hash, probe);                                             \
+		}                                                                                                      \
+	}                                                                                                          \
+	ALWAYS_INLINE int64_t insert_##suffix(scratch *s, id_kind kind, const id_list *l, idx_t offset, idx_t len) { \
+		(void)kind; /* the string readers need no kind */                                                     \
+		int64_t distinct = 0;                                                                                  \
+		for (idx_t i = offset; i < offset + len; i++) {                                                        \
+			if (is_valid(l->validity, i)) {                                                                    \
+				key_type key = READ(kind, l->data, i);                                                         \
+				uint64_t hash = HASH(key);                                                                     \
+				slot_type *e = lookup_##suffix(s, key, hash);                                                  \
 				if (e->stamp != s->stamp) {                                                                    \
 					STORE(e, key, hash);                                                                       \
 					e->stamp = s->stamp;                                                                       \
 					e->consumed = 0;                                                                           \
 					distinct++;                                                                                \
-					break;                                                                                     \
-				}                                                                                              \
-				if (EQUAL(e, key, hash)) {                                                                     \
-					break;                                                                                     \
 				}                                                                                              \
 			}                                                                                                  \
 		}                                                                                                      \
 		return distinct;                                                                                       \
 	}                                                                                                          \
 	ALWAYS_INLINE idx_t find_##suffix(scratch *s, id_kind kind, const id_list *l, idx_t offset, idx_t top) {    \
-		idx_t hits = 0;                                                                                        \
 		(void)kind;                                                                                            \
+		idx_t hits = 0;                                                                                        \
 		for (idx_t i = offset; i < offset + top; i++) {                                                        \
-			if (!is_valid(l->validity, i)) {                                                                   \
-				continue;                                                                                      \
-			}                                                                                                  \
-			key_type key = READ(kind, l->data, i);                                                             \
-			uint64_t hash = HASH(key);                                                                         \
-			for (idx_t probe = 0;; probe++) {                                                                  \
-				slot_type *e = SLOT_AT(slot_type, s, hash, probe);                                             \
-				if (e->stamp != s->stamp) {                                                                    \
-					break; /* not in truth */                                                                  \
-				}                                                                                              \
-				if (EQUAL(e, key, hash)) {                                                                     \
-					if (!e->consumed) {                                                                        \
-						e->consumed = 1;                                                                       \
-						s->positions[s->positions_size + hits++] = (int64_t)(i - offset + 1);                  \
-					}                                                                                          \
-					break;                                                                                     \
+			if (is_valid(l->validity, i)) {                                                                    \
+				key_type key = READ(kind, l->data, i);                                                         \
+				slot_type *e = lookup_##suffix(s, key, HASH(key));                                             \
+				if (e->stamp == s->stamp && !e->consumed) {                                                    \
+					e->consumed = 1;                                                                           \
+					s->positions[s->positions_size + hits++] = (int64_t)(i - offset + 1);                      \
 				}                                                                                              \
 			}                                                                                                  \
 		}                                                                                                      \
