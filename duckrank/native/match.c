@@ -325,7 +325,9 @@ ALWAYS_INLINE int is_valid(const uint64_t *validity, idx_t i) {
 		return hits;                                                                                           \
 	}
 
-#define HASH64(key) ((key) * 0x9e3779b97f4a7c15ULL)
+/* Fibonacci hashing reads the product's top bits; folding the high half in first keeps ids that
+ * differ only in their high bits (shifted or packed ids) apart. */
+#define HASH64(key) (((key) ^ ((key) >> 29)) * 0x9e3779b97f4a7c15ULL)
 #define EQUAL64(e, k, h) ((e)->key == (k))
 #define STORE64(e, k, h) ((e)->key = (k))
 DEFINE_MATCH(64, slot64, uint64_t, read64, HASH64, EQUAL64, STORE64)
