@@ -87,7 +87,10 @@ def _register_macros(con: duckdb.DuckDBPyConnection, use_native: bool) -> None:
             if _installed_version(con) != build:
                 raise
     if use_native and not stored_native:
-        _run_in_transaction(con, _as_temp(sql_statements(native=True)))
+        # TEMP copies of just the macros whose native form differs shadow the stored SQL ones.
+        stored = set(sql_statements())
+        native_forms = [s for s in sql_statements(native=True) if s not in stored]
+        _run_in_transaction(con, _as_temp(native_forms))
 
 
 def _register_python(con: duckdb.DuckDBPyConnection) -> None:
