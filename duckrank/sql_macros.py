@@ -115,7 +115,8 @@ def _graded_body(
 
 
 def _grades_body(metric: Metric, native: bool) -> str:
-    """``native`` reaches these bodies through the ``duckrank_hit_positions`` helper."""
+    """A graded metric's body over MAP or LIST truth. ``native`` acts through the
+    ``duckrank_hit_positions`` helper (``_helper_macros``), which the LIST form calls."""
     if metric.truth_type:  # MAP(VARCHAR, DOUBLE): item -> grade
         grades = "map_values(r.truth)"
         return _graded_body(
@@ -133,6 +134,8 @@ def _grades_body(metric: Metric, native: bool) -> str:
 
 
 def _grade_lists_body(metric: Metric, native: bool) -> str:
+    """Hivemall's struct form: rec and truth carry the grades, so there is no matching step and
+    ``native`` changes nothing."""
     top, truth = first_field_grades_sql("r.rec", "r.cut"), "CAST(r.truth AS DOUBLE[])"
     name = f"'{metric.name}'"
     return _graded_body(
