@@ -210,3 +210,15 @@ def test_a_file_database_stores_the_sql_form(tmp_path) -> None:
     plain = duckdb.connect(path)
     assert plain.execute("SELECT ndcg([1, 2, 3], [3])").fetchall() == value == [(0.5,)]
     plain.close()
+
+
+def test_a_build_duckdb_refuses_warns_and_falls_back(monkeypatch) -> None:
+    """A library DuckDB will not load (here: metadata naming another platform) must not stop
+    duckrank from working."""
+    real_footer = native._footer
+    monkeypatch.setattr(native, "_footer", lambda platform: real_footer("not_a_platform"))
+    with pytest.warns(RuntimeWarning, match="native matching step did not load"):
+        con = duckrank.connect()
+    assert not native.is_loaded(con)
+    assert con.execute("SELECT ndcg([1, 2, 3], [3])").fetchall() == [(0.5,)]
+

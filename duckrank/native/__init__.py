@@ -20,6 +20,7 @@ import hashlib
 import importlib.machinery
 import os
 import tempfile
+import warnings
 from pathlib import Path
 
 import duckdb
@@ -88,7 +89,8 @@ def is_loaded(con: duckdb.DuckDBPyConnection) -> bool:
 
 def load(con: duckdb.DuckDBPyConnection) -> bool:
     """Load the native step into ``con``'s database; False when it cannot be: the library was not
-    built, or the database does not allow unsigned extensions."""
+    built, the database does not allow unsigned extensions, or DuckDB refused it (a warning
+    says why)."""
     if is_loaded(con):
         return True
     library = library_path()
@@ -97,5 +99,14 @@ def load(con: duckdb.DuckDBPyConnection) -> bool:
         return False
     platform = con.execute("PRAGMA platform").fetchall()[0][0]
     path = str(_extension_file(library, platform)).replace("'", "''")
-    con.execute(f"LOAD '{path}'")
+    try:
+        con.execute(f"LOAD '{path}'")
+    except duckdb.Error as error:
+        # A DuckDB that refuses the build (another C API, a platform it does not know) still
+        # gets every function, through the SQL matching step.
+        warnings.warn(
+            f"duckrank: the native matching step did not load, using the SQL one: {error}",
+            RuntimeWarning, stacklevel=3,
+        )
+        return False
     return True
