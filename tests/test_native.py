@@ -168,6 +168,14 @@ def test_types_the_native_step_does_not_take_still_work(fast, sql_only) -> None:
     )
 
 
+def test_a_null_row_is_null_in_every_field(fast) -> None:
+    rows = fast.execute(
+        "SELECT m IS NULL, m.K IS NULL, m.pos IS NULL, m.n IS NULL, m.cut IS NULL FROM ("
+        "SELECT duckrank_match('ndcg', rec, [1, 2], 5) AS m FROM (VALUES ([2, 1]), (NULL)) v(rec))"
+    ).fetchall()
+    assert sorted(rows) == [(False,) * 5, (True,) * 5]
+
+
 def test_an_unhandled_pair_called_directly_names_the_function(fast) -> None:
     with pytest.raises(duckdb.InvalidInputException, match="ndcg: these id types"):
         fast.execute("SELECT duckrank_match('ndcg', ['a'], [1], 5)").fetchall()

@@ -414,6 +414,17 @@ static duckdb_type list_child_type(duckdb_vector list) {
 	return result;
 }
 
+/* A NULL row: the struct and, as DuckDB's own struct vectors do, each of its fields. */
+static void set_null(duckdb_vector output, idx_t row) {
+	duckdb_vector_ensure_validity_writable(output);
+	duckdb_validity_set_row_invalid(duckdb_vector_get_validity(output), row);
+	for (idx_t field = 0; field < 4; field++) {
+		duckdb_vector child = duckdb_struct_vector_get_child(output, field);
+		duckdb_vector_ensure_validity_writable(child);
+		duckdb_validity_set_row_invalid(duckdb_vector_get_validity(child), row);
+	}
+}
+
 static void match_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output) {
 	idx_t rows = duckdb_data_chunk_get_size(input);
 	duckdb_vector function_name = duckdb_data_chunk_get_vector(input, 0);
@@ -454,8 +465,7 @@ static void match_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 		counts[row] = 0;
 		cuts[row] = cutoffs[row];
 		if (!is_valid(rec_valid, row) || !is_valid(truth_valid, row) || !is_valid(k_valid, row)) {
-			duckdb_vector_ensure_validity_writable(output);
-			duckdb_validity_set_row_invalid(duckdb_vector_get_validity(output), row);
+			set_null(output, row);
 			continue;
 		}
 		duckdb_list_entry r = rec_entries[row], t = truth_entries[row];
