@@ -2,7 +2,10 @@
 
 Expected values come from the SQL matching step (``duckrank.connect(native=False)``), which
 test_binary_equivalence.py checks against a plain-Python reference written from the definitions,
-three forms each on its own. Here every id type the native step takes is compared with it on
+three forms each on its own. The native step itself is checked against that reference directly
+too: test_binary_equivalence.py's other tests and test_properties.py (hypothesis) run on
+``duckrank.connect()``, which loads it, and test_the_build_has_the_native_step makes sure it is
+loaded. Here every id type the native step takes is compared with it on
 random rows, including the pairs of integer types SQL compares by value and the values where a
 careless comparison of bits would go wrong (-1 against 255, -0.0 against 0.0, NaN, 2^63, strings
 longer than DuckDB's 12 inline bytes). Sums of the same terms in another order may differ in the
@@ -146,7 +149,8 @@ def test_integer_types_compare_by_value(fast, sql_only, rec_type: str, truth_typ
 
 
 def test_a_string_and_its_inline_prefix_differ(fast) -> None:
-    """Strings up to 12 bytes are compared by their inline bytes, longer ones by content."""
+    """Strings up to 12 bytes are compared by their inline bytes, longer ones by content. By hand:
+    positions 1 (12 bytes) and 3 (14 bytes) are hits, 2 (13 bytes, a prefix of 3) is not: 2/3."""
     value = fast.execute(
         "SELECT precision_at(['exactly12byt', 'exactly12byte', 'exactly12bytes'], "
         "['exactly12bytes', 'exactly12byt'])"
