@@ -8,8 +8,9 @@ Conventions shared by every binary metric (written once, here):
 * truth is a set: n counts its distinct non-NULL items. NULL elements of rec keep their position
   and are never hits; NULL elements of truth are ignored.
 
-The same step exists twice: as SQL (native list functions, used by the DuckDB macros) and as numpy
-over whole Arrow batches (used by Spark and by ``duckrank.evaluate`` on Arrow data).
+The same step exists three times: as SQL (DuckDB's list functions, used by the DuckDB macros), as
+C (duckrank/native/match.c, which the macros use instead for most id types when it is loaded),
+and as numpy over whole Arrow batches (used by Spark and by ``duckrank.evaluate`` on Arrow data).
 """
 
 from __future__ import annotations
@@ -102,10 +103,10 @@ def matched_sql(rec: str, truth: str, k: str, *, count_truth: bool = True) -> st
     struct: DuckDB does not fold the validation of a constant k (``cutoff_sql``) inside a lambda,
     and reading it there cost ndcg@10 20%.
 
-    Three native forms, chosen per row by a cost model: scanning the top K of rec against truth
-    costs a lambda step per recommended item; locating each truth item in rec costs a lambda step
-    per truth item plus a native scan of rec (n comes free with it); for long lists on both sides,
-    where those two are quadratic, one sort of both lists (``_merged_match``).
+    Three SQL forms over DuckDB's list functions, chosen per row by a cost model: scanning the top K
+    of rec against truth costs a lambda step per recommended item; locating each truth item in rec
+    costs a lambda step per truth item plus a native scan of rec (n comes free with it); for long
+    lists on both sides, where those two are quadratic, one sort of both lists (``_merged_match``).
     """
     top = _top_k_len(rec, k)
     count = f", n := {relevant_count_sql(truth)}" if count_truth else ""
