@@ -165,6 +165,16 @@ def native_matched_sql(function: str, rec: str, truth: str, k: str) -> str:
     return f"duckrank_match({function}, {rec}, {truth}, {k})"
 
 
+def native_grades_sql(rec: str, truth: str, k: str) -> str:
+    """``graded_top_sql``'s value from the native step when rec holds VARCHAR or integer ids
+    (compared by their text, as ``x::VARCHAR`` gives it), else ``graded_top_sql`` itself."""
+    ids = _list_types(("VARCHAR",) + NATIVE_SIGNED_TYPES[:-1] + NATIVE_UNSIGNED_TYPES)
+    return (
+        f"CASE WHEN typeof({rec}) IN ({ids}) THEN duckrank_grades({rec}, {truth}, {k}) "
+        f"ELSE {graded_top_sql(rec, truth, k)} END"
+    )
+
+
 def hit_positions_sql(rec: str, truth: str, k: str) -> str:
     """The 1-based positions of the hits of ``rec`` within its top K (in no particular order), as
     a BIGINT[]."""

@@ -24,6 +24,7 @@ from duckrank.matching import (
     hit_positions_sql,
     ideal_grades_sql,
     matched_sql,
+    native_grades_sql,
     native_handles_sql,
     native_matched_sql,
     positive_count_sql,
@@ -115,12 +116,14 @@ def _graded_body(
 
 
 def _grades_body(metric: Metric, native: bool) -> str:
-    """A graded metric's body over MAP or LIST truth. ``native`` acts through the
-    ``duckrank_hit_positions`` helper (``_helper_macros``), which the LIST form calls."""
+    """A graded metric's body over MAP or LIST truth. With ``native``, the MAP form reads the
+    grades of the top K through the native step (``native_grades_sql``); the LIST form matches
+    through the ``duckrank_hit_positions`` helper (``_helper_macros``)."""
     if metric.truth_type:  # MAP(VARCHAR, DOUBLE): item -> grade
         grades = "map_values(r.truth)"
+        top = (native_grades_sql if native else graded_top_sql)("r.rec", "r.truth", "r.cut")
         return _graded_body(
-            metric, top=graded_top_sql("r.rec", "r.truth", "r.cut"),
+            metric, top=top,
             ideal=ideal_grades_sql(grades, "r.cut"), n=positive_count_sql(grades),
             grade_checks=[bad_grade_sql(f"'{metric.name}'", "r.truth")],
         )

@@ -110,14 +110,15 @@ def _rows(rec_type: str, truth_type: str, seed: int) -> str:
     return ", ".join(rows)
 
 
-def _compare(fast, sql_only, rec_type: str, truth_type: str, seed: int) -> None:
-    calls = [f"{name}(rec, truth, k)" for name in HIT_METRICS + LIST_GRADED]
+def _assert_same_values(fast, sql_only, names: list[str], rows: str, native_function: str) -> None:
+    """Every metric of ``names`` on the VALUES ``rows`` (i, rec, truth, k): the native step (which
+    must run) gives the SQL form's values."""
+    calls = [f"{name}(rec, truth, k)" for name in names]
     query = (
-        f"SELECT i, {', '.join(calls)} FROM (VALUES {_rows(rec_type, truth_type, seed)}) "
-        "cases(i, rec, truth, k) ORDER BY i"
+        f"SELECT i, {', '.join(calls)} FROM (VALUES {rows}) cases(i, rec, truth, k) ORDER BY i"
     )
     plan = "".join(row[1] for row in fast.execute(f"EXPLAIN {query}").fetchall())
-    assert "duckrank_match" in plan, "the native step did not run"
+    assert native_function in plan, "the native step did not run"
     got, expected = fast.execute(query).fetchall(), sql_only.execute(query).fetchall()
     for row, want in zip(got, expected, strict=True):
         for call, value, reference in zip(calls, row[1:], want[1:], strict=True):
@@ -132,7 +133,8 @@ def _compare(fast, sql_only, rec_type: str, truth_type: str, seed: int) -> None:
            + matching.NATIVE_SAME_TYPES + ("UHUGEINT",)),
 )
 def test_every_native_id_type_gives_the_sql_values(fast, sql_only, type_name: str) -> None:
-    _compare(fast, sql_only, type_name, type_name, seed=len(type_name))
+    _assert_same_values(fast, sql_only, HIT_METRICS + LIST_GRADED,
+                        _rows(type_name, type_name, seed=len(type_name)), "duckrank_match")
 
 
 @pytest.mark.parametrize(
@@ -145,7 +147,8 @@ def test_every_native_id_type_gives_the_sql_values(fast, sql_only, type_name: st
 )
 def test_integer_types_compare_by_value(fast, sql_only, rec_type: str, truth_type: str) -> None:
     """-1 (signed) never equals 255 or 2^64 - 1 (unsigned), as in SQL."""
-    _compare(fast, sql_only, rec_type, truth_type, seed=7)
+    _assert_same_values(fast, sql_only, HIT_METRICS + LIST_GRADED,
+                        _rows(rec_type, truth_type, seed=7), "duckrank_match")
 
 
 def test_a_string_and_its_inline_prefix_differ(fast) -> None:
@@ -234,3 +237,34 @@ def test_a_build_duckdb_refuses_warns_and_falls_back(monkeypatch) -> None:
     assert not native.is_loaded(con)
     assert con.execute("SELECT ndcg([1, 2, 3], [3])").fetchall() == [(0.5,)]
 
+
+
+MAP_GRADED = [m.name for m in METRICS if m.inputs == "grades" and m.truth_type]
+
+
+@pytest.mark.parametrize("rec_type", ["VARCHAR", "BIGINT", "INTEGER", "UBIGINT", "TINYINT"])
+def test_graded_metrics_over_map_truth_give_the_sql_values(fast, sql_only, rec_type: str) -> None:
+    """duckrank_grades (the grades of the top K from MAP truth) against the SQL form: ids
+    compared by their text (so integer ids find keys such as '-3' and '12'), repeated
+    recommendations, NULL items, items without a grade, zero grades, keys longer than 12 bytes."""
+    rng = random.Random(rec_type)
+    negative = rec_type in ("BIGINT", "INTEGER", "TINYINT")
+
+    def item(i: int) -> str:
+        if rec_type == "VARCHAR":
+            return f"'item {i}'" if i % 2 else f"'a long item name {i}'"
+        return str(-i if negative and i % 3 == 0 else i)
+
+    rows = []
+    for i in range(ROWS):
+        rec = "NULL" if rng.random() < 0.03 else "[" + ", ".join(
+            "NULL" if rng.random() < 0.05 else item(rng.randrange(25))
+            for _ in range(rng.choice([0, 1, 5, 12, rng.randrange(40)]))) + f"]::{rec_type}[]"
+        grades = {rng.randrange(25): rng.choice([0, 0.5, 1, 2, 3])
+                  for _ in range(rng.randrange(15))}
+        truth = "NULL" if rng.random() < 0.03 else "MAP {" + ", ".join(
+            f"'{item(j).strip(chr(39))}': {g}" for j, g in grades.items()
+        ) + "}::MAP(VARCHAR, DOUBLE)"
+        k = "NULL" if rng.random() < 0.03 else str(rng.choice([1, 3, 10, rng.randrange(1, 50)]))
+        rows.append(f"({i}, {rec}, {truth}, {k})")
+    _assert_same_values(fast, sql_only, MAP_GRADED, ", ".join(rows), "duckrank_grades")

@@ -20,6 +20,14 @@
  * form; receiving one here is an error naming the function.
  *
  * `k` arrives validated (``cutoff_sql``) and rows with a NULL rec, truth or k are NULL.
+ *
+ * A second function serves the graded metrics over MAP truth (``graded_top_sql`` in matching.py):
+ *
+ *     duckrank_grades(rec LIST, truth MAP(VARCHAR, DOUBLE), k BIGINT) -> DOUBLE[]
+ *
+ * the grades of the top K of rec in rec order: truth[item as text] for an item's first
+ * occurrence, 0 for a repeat, a NULL item, an item without a grade or with a NULL grade. rec is
+ * VARCHAR or an integer type (its decimal text, as `x::VARCHAR` gives).
  */
 #define DUCKDB_EXTENSION_NAME duckrank_native
 #define DUCKDB_EXTENSION_API_VERSION_MAJOR 1
@@ -221,8 +229,15 @@ typedef struct {
 	idx_t positions_size;
 } scratch;
 
+typedef struct {
+	uint64_t hash;
+	const duckdb_string_t *text;
+	uint32_t stamp, consumed;
+	double grade;
+} slot_graded;
+
 /* One allocation serves every key family: sized for the largest slot. */
-#define SLOT_BYTES (sizeof(slot128) > sizeof(slot_string) ? sizeof(slot128) : sizeof(slot_string))
+#define SLOT_BYTES sizeof(slot_graded)
 
 /* Most recommended items miss (94% in the benchmark data), and a lookup that lands on an empty
  * slot ends there: at most one eighth full, the table makes nearly every miss one probe with a
@@ -490,6 +505,133 @@ static void match_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 	free(s.positions);
 }
 
+/* An integer id as the text DuckDB's cast to VARCHAR gives (decimal, '-' when negative), as a
+ * duckdb_string_t over `buffer` (inline and zero-padded up to 12 bytes, as DuckDB stores them). */
+static duckdb_string_t integer_text(id_kind kind, const void *data, idx_t i, char buffer[24]) {
+	uint64_t bits = read64(kind, data, i);
+	int negative = kind <= K_I64 && (int64_t)bits < 0;
+	uint64_t magnitude = negative ? 0 - bits : bits;
+	char digits[24];
+	int count = 0;
+	do {
+		digits[count++] = (char)('0' + magnitude % 10);
+		magnitude /= 10;
+	} while (magnitude > 0);
+	uint32_t len = 0;
+	if (negative) {
+		buffer[len++] = '-';
+	}
+	while (count > 0) {
+		buffer[len++] = digits[--count];
+	}
+	duckdb_string_t text;
+	memset(&text, 0, sizeof(text));
+	text.value.inlined.length = len;
+	if (len <= 12) {
+		memcpy(text.value.inlined.inlined, buffer, len);
+	} else {
+		memcpy(text.value.pointer.prefix, buffer, 4);
+		text.value.pointer.ptr = buffer;
+	}
+	return text;
+}
+
+static slot_graded *lookup_graded(scratch *s, const duckdb_string_t *text, uint64_t hash) {
+	for (idx_t probe = 0;; probe++) {
+		slot_graded *e = SLOT_AT(slot_graded, s, hash, probe);
+		if (e->stamp != s->stamp || (e->hash == hash && strings_equal(e->text, text))) {
+			return e;
+		}
+	}
+}
+
+static void grade_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output) {
+	idx_t rows = duckdb_data_chunk_get_size(input);
+	duckdb_vector rec_vector = duckdb_data_chunk_get_vector(input, 0);
+	duckdb_vector truth_vector = duckdb_data_chunk_get_vector(input, 1);
+	duckdb_vector k_vector = duckdb_data_chunk_get_vector(input, 2);
+	id_kind kind = kind_of(list_child_type(rec_vector));
+	if (kind != K_STRING && !fits_int64(kind) && kind != K_U64) {
+		duckdb_scalar_function_set_error(info, "duckrank_grades: rec must hold VARCHAR or integer ids");
+		return;
+	}
+	duckdb_vector rec_items = duckdb_list_vector_get_child(rec_vector);
+	const void *rec_data = duckdb_vector_get_data(rec_items);
+	const uint64_t *rec_item_valid = duckdb_vector_get_validity(rec_items);
+	duckdb_vector entries = duckdb_list_vector_get_child(truth_vector);
+	duckdb_vector keys = duckdb_struct_vector_get_child(entries, 0);
+	duckdb_vector values = duckdb_struct_vector_get_child(entries, 1);
+	const duckdb_string_t *key_text = (const duckdb_string_t *)duckdb_vector_get_data(keys);
+	const double *grades = (const double *)duckdb_vector_get_data(values);
+	const uint64_t *grade_valid = duckdb_vector_get_validity(values);
+	const duckdb_list_entry *rec_entries = (const duckdb_list_entry *)duckdb_vector_get_data(rec_vector);
+	const duckdb_list_entry *truth_entries = (const duckdb_list_entry *)duckdb_vector_get_data(truth_vector);
+	const int64_t *cutoffs = (const int64_t *)duckdb_vector_get_data(k_vector);
+	const uint64_t *rec_valid = duckdb_vector_get_validity(rec_vector);
+	const uint64_t *truth_valid = duckdb_vector_get_validity(truth_vector);
+	const uint64_t *k_valid = duckdb_vector_get_validity(k_vector);
+
+	duckdb_list_entry *out_entries = (duckdb_list_entry *)duckdb_vector_get_data(output);
+	idx_t total = 0;
+	for (idx_t row = 0; row < rows; row++) {
+		if (is_valid(rec_valid, row) && is_valid(truth_valid, row) && is_valid(k_valid, row) &&
+		    cutoffs[row] > 0) {
+			idx_t length = rec_entries[row].length;
+			total += (uint64_t)cutoffs[row] < length ? (idx_t)cutoffs[row] : length;
+		}
+	}
+	if (duckdb_list_vector_reserve(output, total) != DuckDBSuccess) {
+		duckdb_scalar_function_set_error(info, "duckrank_grades: out of memory");
+		return;
+	}
+	double *out = (double *)duckdb_vector_get_data(duckdb_list_vector_get_child(output));
+
+	scratch s = {0};
+	idx_t written = 0;
+	for (idx_t row = 0; row < rows; row++) {
+		out_entries[row].offset = written;
+		out_entries[row].length = 0;
+		if (!is_valid(rec_valid, row) || !is_valid(truth_valid, row) || !is_valid(k_valid, row)) {
+			duckdb_vector_ensure_validity_writable(output);
+			duckdb_validity_set_row_invalid(duckdb_vector_get_validity(output), row);
+			continue;
+		}
+		duckdb_list_entry r = rec_entries[row], t = truth_entries[row];
+		idx_t top = cutoffs[row] <= 0 ? 0 : (uint64_t)cutoffs[row] < r.length ? (idx_t)cutoffs[row] : r.length;
+		if (!start_row(&s, t.length, 0)) {
+			duckdb_scalar_function_set_error(info, "duckrank_grades: out of memory");
+			break;
+		}
+		for (idx_t i = t.offset; i < t.offset + t.length; i++) { /* map keys are unique */
+			uint64_t hash = hash_string(&key_text[i]);
+			slot_graded *e = lookup_graded(&s, &key_text[i], hash);
+			e->stamp = s.stamp;
+			e->hash = hash;
+			e->text = &key_text[i];
+			e->consumed = 0;
+			e->grade = is_valid(grade_valid, i) ? grades[i] : 0.0;
+		}
+		for (idx_t i = r.offset; i < r.offset + top; i++) {
+			double grade = 0.0;
+			if (is_valid(rec_item_valid, i)) {
+				char buffer[24];
+				duckdb_string_t text = kind == K_STRING ? ((const duckdb_string_t *)rec_data)[i]
+				                                        : integer_text(kind, rec_data, i, buffer);
+				slot_graded *e = lookup_graded(&s, &text, hash_string(&text));
+				if (e->stamp == s.stamp && !e->consumed) {
+					e->consumed = 1;
+					grade = e->grade;
+				}
+			}
+			out[written++] = grade;
+		}
+		out_entries[row].length = top;
+	}
+	duckdb_list_vector_set_size(output, written);
+	free(s.slots);
+	free(s.positions);
+}
+
 static duckdb_logical_type match_type(void) {
 	duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
 	duckdb_logical_type bigints = duckdb_create_list_type(bigint);
@@ -516,13 +658,28 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
 	duckdb_scalar_function_set_return_type(function, result);
 	duckdb_scalar_function_set_function(function, match_rows);
 	duckdb_state state = duckdb_register_scalar_function(connection, function);
-	duckdb_destroy_logical_type(&varchar);
-	duckdb_destroy_logical_type(&any);
-	duckdb_destroy_logical_type(&bigint);
-	duckdb_destroy_logical_type(&result);
 	duckdb_destroy_scalar_function(&function);
+
+	duckdb_logical_type real = duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE);
+	duckdb_logical_type grade_map = duckdb_create_map_type(varchar, real);
+	duckdb_logical_type grade_list = duckdb_create_list_type(real);
+	duckdb_scalar_function grades = duckdb_create_scalar_function();
+	duckdb_scalar_function_set_name(grades, "duckrank_grades");
+	duckdb_scalar_function_add_parameter(grades, any);
+	duckdb_scalar_function_add_parameter(grades, grade_map);
+	duckdb_scalar_function_add_parameter(grades, bigint);
+	duckdb_scalar_function_set_return_type(grades, grade_list);
+	duckdb_scalar_function_set_function(grades, grade_rows);
+	if (state == DuckDBSuccess) {
+		state = duckdb_register_scalar_function(connection, grades);
+	}
+	duckdb_destroy_scalar_function(&grades);
+	duckdb_logical_type *types[] = {&varchar, &any, &bigint, &result, &real, &grade_map, &grade_list};
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		duckdb_destroy_logical_type(types[i]);
+	}
 	if (state != DuckDBSuccess) {
-		access->set_error(info, "duckrank_native: could not register duckrank_match");
+		access->set_error(info, "duckrank_native: could not register its functions");
 		return false;
 	}
 	return true;
