@@ -268,3 +268,13 @@ def test_graded_metrics_over_map_truth_give_the_sql_values(fast, sql_only, rec_t
         k = "NULL" if rng.random() < 0.03 else str(rng.choice([1, 3, 10, rng.randrange(1, 50)]))
         rows.append(f"({i}, {rec}, {truth}, {k})")
     _assert_same_values(fast, sql_only, MAP_GRADED, ", ".join(rows), "duckrank_grades")
+
+
+def test_grades_of_long_integer_ids_by_hand(fast) -> None:
+    """Ids whose text is longer than DuckDB's 12 inline bytes, and the smallest BIGINT. By hand:
+    the first three items have grades 4, 1 and 2; the repeat of the first is a miss (0)."""
+    got = fast.execute(
+        "SELECT duckrank_grades([1234567890123456, -9223372036854775808, 7, 1234567890123456], "
+        "MAP {'1234567890123456': 4.0, '-9223372036854775808': 1.0, '7': 2.0}, 10)"
+    ).fetchall()
+    assert got == [([4.0, 1.0, 2.0, 0.0],)]
