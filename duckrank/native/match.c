@@ -398,6 +398,36 @@ static void match_row(scratch *s, key_family family, const id_list *rec, const i
 	}
 }
 
+/* A chunk's (rec, truth, k) rows, as both functions read them. */
+typedef struct {
+	const duckdb_list_entry *rec, *truth;
+	const int64_t *cutoffs;
+	const uint64_t *rec_valid, *truth_valid, *k_valid;
+} row_inputs;
+
+static row_inputs read_rows(duckdb_vector rec, duckdb_vector truth, duckdb_vector k) {
+	row_inputs in = {(const duckdb_list_entry *)duckdb_vector_get_data(rec),
+	                 (const duckdb_list_entry *)duckdb_vector_get_data(truth),
+	                 (const int64_t *)duckdb_vector_get_data(k),
+	                 duckdb_vector_get_validity(rec),
+	                 duckdb_vector_get_validity(truth),
+	                 duckdb_vector_get_validity(k)};
+	return in;
+}
+
+/* A row whose rec, truth or k is NULL: its value is NULL. */
+static int row_is_null(const row_inputs *in, idx_t row) {
+	return !is_valid(in->rec_valid, row) || !is_valid(in->truth_valid, row) ||
+	       !is_valid(in->k_valid, row);
+}
+
+/* K = min(k, len(rec)); k arrives validated, but a k below 1 would give 0, not a bad read. */
+static idx_t top_of(const row_inputs *in, idx_t row) {
+	int64_t k = in->cutoffs[row];
+	idx_t length = in->rec[row].length;
+	return k <= 0 ? 0 : (uint64_t)k < length ? (idx_t)k : length;
+}
+
 static void set_error(duckdb_function_info info, duckdb_vector function_name, const char *problem) {
 	char message[512];
 	const char *name = "duckrank";
@@ -457,12 +487,7 @@ static void match_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 	id_list rec = {kind_of(rec_type), duckdb_vector_get_data(rec_items), duckdb_vector_get_validity(rec_items)};
 	id_list truth = {kind_of(truth_type), duckdb_vector_get_data(truth_items),
 	                 duckdb_vector_get_validity(truth_items)};
-	const duckdb_list_entry *rec_entries = (const duckdb_list_entry *)duckdb_vector_get_data(rec_vector);
-	const duckdb_list_entry *truth_entries = (const duckdb_list_entry *)duckdb_vector_get_data(truth_vector);
-	const int64_t *cutoffs = (const int64_t *)duckdb_vector_get_data(k_vector);
-	const uint64_t *rec_valid = duckdb_vector_get_validity(rec_vector);
-	const uint64_t *truth_valid = duckdb_vector_get_validity(truth_vector);
-	const uint64_t *k_valid = duckdb_vector_get_validity(k_vector);
+	row_inputs in = read_rows(rec_vector, truth_vector, k_vector);
 
 	int64_t *tops = (int64_t *)duckdb_vector_get_data(duckdb_struct_vector_get_child(output, 0));
 	duckdb_vector pos_out = duckdb_struct_vector_get_child(output, 1);
@@ -477,13 +502,13 @@ static void match_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 		pos_entries[row].length = 0;
 		tops[row] = 0;
 		counts[row] = 0;
-		cuts[row] = cutoffs[row];
-		if (!is_valid(rec_valid, row) || !is_valid(truth_valid, row) || !is_valid(k_valid, row)) {
+		cuts[row] = in.cutoffs[row];
+		if (row_is_null(&in, row)) {
 			set_null(output, row);
 			continue;
 		}
-		duckdb_list_entry r = rec_entries[row], t = truth_entries[row];
-		idx_t top = cutoffs[row] <= 0 ? 0 : (uint64_t)cutoffs[row] < r.length ? (idx_t)cutoffs[row] : r.length;
+		duckdb_list_entry r = in.rec[row], t = in.truth[row];
+		idx_t top = top_of(&in, row);
 		tops[row] = (int64_t)top;
 		if (!start_row(&s, t.length, top)) {
 			ok = 0;
@@ -564,21 +589,12 @@ static void grade_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 	const duckdb_string_t *key_text = (const duckdb_string_t *)duckdb_vector_get_data(keys);
 	const double *grades = (const double *)duckdb_vector_get_data(values);
 	const uint64_t *grade_valid = duckdb_vector_get_validity(values);
-	const duckdb_list_entry *rec_entries = (const duckdb_list_entry *)duckdb_vector_get_data(rec_vector);
-	const duckdb_list_entry *truth_entries = (const duckdb_list_entry *)duckdb_vector_get_data(truth_vector);
-	const int64_t *cutoffs = (const int64_t *)duckdb_vector_get_data(k_vector);
-	const uint64_t *rec_valid = duckdb_vector_get_validity(rec_vector);
-	const uint64_t *truth_valid = duckdb_vector_get_validity(truth_vector);
-	const uint64_t *k_valid = duckdb_vector_get_validity(k_vector);
+	row_inputs in = read_rows(rec_vector, truth_vector, k_vector);
 
 	duckdb_list_entry *out_entries = (duckdb_list_entry *)duckdb_vector_get_data(output);
 	idx_t total = 0;
 	for (idx_t row = 0; row < rows; row++) {
-		if (is_valid(rec_valid, row) && is_valid(truth_valid, row) && is_valid(k_valid, row) &&
-		    cutoffs[row] > 0) {
-			idx_t length = rec_entries[row].length;
-			total += (uint64_t)cutoffs[row] < length ? (idx_t)cutoffs[row] : length;
-		}
+		total += row_is_null(&in, row) ? 0 : top_of(&in, row);
 	}
 	if (duckdb_list_vector_reserve(output, total) != DuckDBSuccess) {
 		duckdb_scalar_function_set_error(info, "duckrank_grades: out of memory");
@@ -591,13 +607,13 @@ static void grade_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 	for (idx_t row = 0; row < rows; row++) {
 		out_entries[row].offset = written;
 		out_entries[row].length = 0;
-		if (!is_valid(rec_valid, row) || !is_valid(truth_valid, row) || !is_valid(k_valid, row)) {
+		if (row_is_null(&in, row)) {
 			duckdb_vector_ensure_validity_writable(output);
 			duckdb_validity_set_row_invalid(duckdb_vector_get_validity(output), row);
 			continue;
 		}
-		duckdb_list_entry r = rec_entries[row], t = truth_entries[row];
-		idx_t top = cutoffs[row] <= 0 ? 0 : (uint64_t)cutoffs[row] < r.length ? (idx_t)cutoffs[row] : r.length;
+		duckdb_list_entry r = in.rec[row], t = in.truth[row];
+		idx_t top = top_of(&in, row);
 		if (!start_row(&s, t.length, 0)) {
 			duckdb_scalar_function_set_error(info, "duckrank_grades: out of memory");
 			break;
