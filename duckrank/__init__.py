@@ -6,10 +6,9 @@
     0.6131471927654...
 """
 
-__version__ = "0.1.0"
-
-from duckrank.duckdb_adapter import connect, register  # noqa: E402
-from duckrank.evaluate import evaluate  # noqa: E402
-from duckrank.hive_sql import hive_sql  # noqa: E402
+from duckrank._version import __version__
+from duckrank.engines.duckdb import connect, register
+from duckrank.evaluation import evaluate
+from duckrank.hivemall.translate import hive_sql
 
 __all__ = ["__version__", "connect", "evaluate", "hive_sql", "register"]

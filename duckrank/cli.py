@@ -23,9 +23,10 @@ from typing import Any, TextIO
 
 import duckdb
 
-from duckrank import __version__
-from duckrank.duckdb_adapter import connect
-from duckrank.evaluate import FILE_FORMATS, Columns, evaluation, read_file
+from duckrank._version import __version__
+from duckrank.engines.duckdb import connect
+from duckrank.evaluation import evaluation
+from duckrank.files.runs import FILE_FORMATS, Columns, read_file
 from duckrank.metrics import METRICS
 
 FORMATS = ("table", "csv", "json")

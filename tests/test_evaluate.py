@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import duckrank
-from duckrank.evaluate import COUNT_COLUMNS, known_metric_names, parse_metric
+from duckrank.evaluation import COUNT_COLUMNS, known_metric_names, parse_metric
 from duckrank.metrics import METRICS, by_name
 
 GUIDE = {  # the guide's table: top-4 (max_k) and top-2

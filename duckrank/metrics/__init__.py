@@ -1,7 +1,8 @@
-"""Every metric record duckrank ships, in the order the docs list them."""
+"""The metric records and their math: one ``record.Metric`` per metric (formula, conventions,
+SQL and numpy kernel) in ``binary``, ``graded``, ``preference``, ``correlation``; ``METRICS``."""
 
-from duckrank.definitions import Metric
 from duckrank.metrics import binary, correlation, graded, preference
+from duckrank.metrics.record import Metric
 
 METRICS: tuple[Metric, ...] = (
     *binary.METRICS, *graded.METRICS, *preference.METRICS, *correlation.METRICS

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from duckrank.definitions import Metric
-from duckrank.matching import Hits
+from duckrank.matching.arrays import Hits
 from duckrank.metrics.graded import DCG_OPTIONS, binary_ndcg_sql, check_options, discounts
+from duckrank.metrics.record import Metric
 
 NAN = np.nan
 

@@ -29,35 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from duckrank.definitions import Metric
-
-
-@dataclass(frozen=True)
-class RankedGrades:
-    """The truth grades of the compared items of a batch of rows, in the system's order.
-
-    ``grades[offsets[r]:offsets[r + 1]]`` is row r. ``valid`` is False where rec or truth is NULL.
-    """
-
-    grades: np.ndarray
-    offsets: np.ndarray
-    valid: np.ndarray
-
-    @property
-    def counts(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    @property
-    def row(self) -> np.ndarray:
-        return np.repeat(np.arange(len(self.valid)), self.counts)
-
-    @property
-    def position(self) -> np.ndarray:
-        """0-based position of each item in its row."""
-        return np.arange(len(self.grades)) - np.repeat(self.offsets[:-1], self.counts)
-
-    def row_sum(self, values: np.ndarray) -> np.ndarray:
-        return np.bincount(self.row, weights=values, minlength=len(self.valid))
+from duckrank.matching.preferences import RankedGrades
+from duckrank.metrics.record import Metric
 
 
 @dataclass(frozen=True)

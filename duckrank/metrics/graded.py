@@ -26,8 +26,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from duckrank.definitions import Metric, Option
-from duckrank.matching import Grades
+from duckrank.matching.arrays import Grades
+from duckrank.metrics.record import Metric, Option
 
 GRADED_TRUTH = "MAP(VARCHAR, DOUBLE)"
 
@@ -184,7 +184,8 @@ def binary_ndcg_sql(log2_sql: str) -> str:
     """The binary ndcg record's SQL with the gain/discount/base options: ``log2_sql`` (the tuned
     default path over hit positions) serves discount 'log2'; 'jarvelin' sums 1 / disc over the
     same positions. Gain does not matter for grade 1 (2^1 - 1 = 1) but is still checked: the
-    macro body checks every option before the per-row lambda (``sql_macros._hits_body``), where
+    macro body checks every option before the per-row lambda
+    (``duckrank.render.macros._hits_body``), where
     DuckDB folds the checks on constant options away."""
     jarvelin = (
         "CASE WHEN {n} = 0 THEN NULL WHEN len({pos}) = 0 THEN 0.0 "

@@ -22,7 +22,7 @@ preferences: their transitive closure).
 * EDRC = (2 / Z) * sum over v in V \\ S of C(v) / D(v) - 1, in [-1, 1]; NULL when Z = 0 (no truth
   preference between two ranked items).
 
-The kernel works on small integer node ids per row (``duckrank.matching_preferences`` maps item ids
+The kernel works on small integer node ids per row (``duckrank.matching.preferences`` maps item ids
 to them): truth ancestors and descendants are bitsets (uint64 words), filled level by
 level in topological order, every level for a whole chunk of rows in a few numpy calls.
 """
@@ -33,7 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from duckrank.definitions import Metric, Option
+from duckrank.matching.arrays import gather_ranges
+from duckrank.matching.preferences import Edges, PreferenceCycleError, PreferenceRows
+from duckrank.metrics.record import Metric, Option
 
 DISCOUNTS = ("linear", "logarithmic", "exponential", "ap")
 
@@ -43,49 +45,7 @@ _CHUNK_WORDS = 1 << 20
 _ONE = np.uint64(1)
 
 
-@dataclass(frozen=True)
-class Edges:
-    """Preferences of a batch of rows: edge e says node ``better[e]`` is preferred to node
-    ``worse[e]`` in row ``row[e]`` (node ids are per row, 0-based)."""
-
-    row: np.ndarray
-    better: np.ndarray
-    worse: np.ndarray
-
-
-@dataclass(frozen=True)
-class PreferenceRows:
-    """The input of the EDRC kernel for a batch of rows.
-
-    ``node_counts[r]`` nodes per row. ``system`` is None when the system's output is a ranked
-    list: node ids are then in the system's order (a lower id is preferred). ``valid`` is False for
-    rows whose value is NULL (a NULL argument).
-    """
-
-    node_counts: np.ndarray
-    truth: Edges
-    system: Edges | None
-    valid: np.ndarray
-
-
-class PreferenceCycleError(ValueError):
-    """A row's preferences form a cycle: ``nodes`` (ids in ``row``) lie on it, in order."""
-
-    def __init__(self, side: str, row: int, nodes: list[int]) -> None:
-        super().__init__(f"{side} preferences of row {row} have a cycle through nodes {nodes}")
-        self.side, self.row, self.nodes = side, row, nodes
-
-
 # --- graph passes over one chunk (global node ids 0..N-1) ----------------------------------------
-
-def gather_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of range(starts[i], starts[i] + counts[i]) for every i."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    shift = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
-    return shift + np.arange(total)
-
 
 def _order_by(key: np.ndarray) -> np.ndarray:
     """``np.argsort(key)`` for non-negative int64 keys, through a plain sort of key * n + index

@@ -1,0 +1,286 @@
+"""Metrics that run Python (numpy over whole Arrow batches), for what SQL cannot express well.
+
+Each ``PythonUDF`` is registered as a DuckDB arrow UDF (``type="arrow"``: the function receives
+a whole vector of rows as pyarrow arrays). The math lives in pure numpy kernels
+(``duckrank.metrics.preference``, ``duckrank.metrics.correlation``) and the step that turns
+(rec, truth) into their input in ``duckrank.matching.preferences`` (shared with Spark); this
+module only turns the macros' arguments back into (rec, truth) Arrow lists and the results into
+Arrow.
+
+DuckDB's Python API has no ANY type and no overloading, so each public function is a TEMP macro
+(``session_statements``) that reshapes its arguments natively and calls an internal UDF
+``duckrank_<name>`` that sees one fixed signature:
+
+* item ids travel as one list per row, the concatenation of every id argument (``rec || better
+  items || worse items``), so DuckDB unifies their types (INTEGER with BIGINT, ...); the UDF
+  parameter is a UNION of list types (``ID_LISTS``), which keeps integer ids as integers; the
+  UDF cuts each row's list back into its arguments by their lengths (vectorised takes).
+* correlations compare rec with the keys of a MAP(VARCHAR, DOUBLE) truth, as the graded metrics do
+  (an item matches a key when ``item::VARCHAR`` equals it), so their ids travel as VARCHAR.
+
+The macros are TEMP because a stored macro calling Python would break the database file in a
+DuckDB without duckrank, and TEMP macros are private to one connection: call
+``duckrank.register(cursor)`` on each cursor. The ``duckrank_*`` UDFs themselves are shared by
+every cursor of the database.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from duckrank.matching.arrays import gather_ranges
+from duckrank.matching.preferences import (
+    match_preferences,
+    match_ranked_grades,
+    match_system_preferences,
+    pairs_type_error,
+    run_preference_kernel,
+)
+from duckrank.metrics import METRICS
+from duckrank.metrics.record import Metric, Option
+
+ID_LISTS = "UNION(i BIGINT[], u UBIGINT[], h HUGEINT[], s VARCHAR[], id UUID[])"
+
+
+@dataclass(frozen=True)
+class PythonUDF:
+    name: str
+    function: Callable
+    parameters: tuple[str, ...]
+    return_type: str
+
+    def register(self, con: duckdb.DuckDBPyConnection) -> None:
+        con.create_function(
+            self.name,
+            self.function,
+            [duckdb.sqltype(p) for p in self.parameters],
+            duckdb.sqltype(self.return_type),
+            type="arrow",
+            null_handling="special",
+        )
+
+
+# --- Arrow in: the macros' reshaped arguments back into (rec, truth) Arrow lists -----------------
+
+def _combined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+
+def _id_lists(ids: pa.Array | pa.ChunkedArray) -> pa.ListArray:
+    """The list array inside the UNION argument (every row holds the same member, the one
+    DuckDB cast the macro's list to)."""
+    ids = _combined(ids)
+    if not pa.types.is_union(ids.type):
+        return ids
+    members = [ids.field(i) for i in range(ids.type.num_fields)]
+    used = [m for m in members if m.null_count < len(m)]
+    if len(used) > 1:
+        raise TypeError("item ids of one call must be of one type")
+    return used[0] if used else members[0]
+
+
+def _valid(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    return _combined(values).is_valid().to_numpy(zero_copy_only=False)
+
+
+def _int_column(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    return pc.fill_null(_combined(values), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _struct_fields(type_name: str) -> int | None:
+    """The number of fields of a ``STRUCT(...)[]`` or ``TUPLE(...)[]`` as DuckDB's typeof() spells
+    it; None for any other type (a NULL argument)."""
+    inner = type_name.removesuffix("[]")
+    if not inner.startswith(("STRUCT(", "TUPLE(")):
+        return None
+    depth, fields, quoted = 0, 1, False
+    for char in inner[inner.index("(") + 1 : -1]:
+        quoted ^= char == '"'
+        if not quoted:
+            depth += (char == "(") - (char == ")")
+            fields += char == "," and depth == 0
+    return fields
+
+
+def _check_pairs(function: str, argument: str, type_names: pa.Array | pa.ChunkedArray) -> None:
+    """The macro passes only the first two fields of each struct, so their number is checked on
+    the argument's typeof() text."""
+    names = pc.drop_null(_combined(type_names))
+    name = names[0].as_py() if len(names) else None
+    if name is not None and _struct_fields(name) not in (None, 2):
+        raise pairs_type_error(function, argument, name)
+
+
+def _segments(
+    ids: pa.Array | pa.ChunkedArray, *length_columns: pa.Array | pa.ChunkedArray,
+    repeats: tuple[int, ...],
+) -> list[pa.ListArray]:
+    """Split each row's id list into consecutive segments: ``repeats[i]`` segments of
+    ``length_columns[i]`` ids each, in order. A row where the list or a length is NULL is NULL
+    in every segment."""
+    lists = _id_lists(ids)
+    valid = _valid(lists) & np.logical_and.reduce([_valid(c) for c in length_columns])
+    lengths = [
+        length
+        for column, count in zip(length_columns, repeats, strict=True)
+        for length in [np.where(valid, _int_column(column), 0)] * count
+    ]
+    row_start = lists.offsets.to_numpy().astype(np.int64)[:-1]
+    starts = row_start + np.cumsum([np.zeros_like(row_start), *lengths[:-1]], axis=0)
+    # One take lays out every segment's ids, segment after segment.
+    values = lists.values.take(pa.array(gather_ranges(starts.ravel(), np.concatenate(lengths))))
+    mask = pa.array(~valid)
+    segments, begin = [], 0
+    for length in lengths:
+        offsets = np.concatenate([[0], np.cumsum(length)])
+        segments.append(pa.ListArray.from_arrays(
+            pa.array(offsets, pa.int32()), values.slice(begin, offsets[-1]), mask=mask
+        ))
+        begin += offsets[-1]
+    return segments
+
+
+def _preference_list(better: pa.ListArray, worse: pa.ListArray) -> pa.ListArray:
+    """Two segments of equal lengths as one list of (preferred, other) structs."""
+    pairs = pa.StructArray.from_arrays([better.values, worse.values], ["preferred", "other"])
+    return pa.ListArray.from_arrays(better.offsets, pairs, mask=better.is_null())
+
+
+def _rec_and_preferences(
+    ids: pa.Array, rec_len: pa.Array, truth_len: pa.Array
+) -> tuple[pa.ListArray, pa.ListArray]:
+    """edrc: each row's ids are rec || truth's preferred items || their other items."""
+    rec, better, worse = _segments(ids, rec_len, truth_len, repeats=(1, 2))
+    return rec, _preference_list(better, worse)
+
+
+def _two_preference_lists(
+    ids: pa.Array, system_len: pa.Array, truth_len: pa.Array
+) -> tuple[pa.ListArray, pa.ListArray]:
+    """edrc_preferences: each row's ids are system's preferred items || system's other items ||
+    truth's preferred items || truth's other items."""
+    s_better, s_worse, t_better, t_worse = _segments(
+        ids, system_len, truth_len, repeats=(2, 2)
+    )
+    return _preference_list(s_better, s_worse), _preference_list(t_better, t_worse)
+
+
+def _rec_and_grade_map(
+    ids: pa.Array, rec_len: pa.Array, grades: pa.Array
+) -> tuple[pa.ListArray, pa.MapArray]:
+    """The correlations: each row's ids are rec as VARCHAR || truth's keys; ``grades`` are
+    truth's values in key order."""
+    grade_lists = _combined(grades)
+    key_len = pc.list_value_length(grade_lists)
+    rec, keys = _segments(ids, rec_len, key_len, repeats=(1, 1))
+    grade_offsets = grade_lists.offsets.to_numpy().astype(np.int64)
+    items = grade_lists.values.take(
+        pa.array(gather_ranges(grade_offsets[:-1], np.diff(keys.offsets.to_numpy())))
+    )
+    return rec, pa.MapArray.from_arrays(keys.offsets, keys.values, items, mask=keys.is_null())
+
+
+# --- Arrow out and the registered functions ------------------------------------------------------
+
+def _as_arrow(values: np.ndarray) -> pa.Array:
+    return pa.array(values, type=pa.float64(), mask=np.isnan(values))
+
+
+def _option_values(option: Option, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    column = _combined(column)
+    if isinstance(option.default, str):
+        return np.asarray(column.to_numpy(zero_copy_only=False), dtype=object)
+    return pc.fill_null(column.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False)
+
+
+def _option_type(option: Option) -> str:
+    return "VARCHAR" if isinstance(option.default, str) else "DOUBLE"
+
+
+def _preference_function(
+    metric: Metric, arguments: Callable, match: Callable, sides: tuple[str, ...]
+) -> Callable:
+    def function(ids, system_len, truth_len, *rest):
+        type_names, option_columns = rest[: len(sides)], rest[len(sides) :]
+        for side, names in zip(sides, type_names, strict=True):
+            _check_pairs(metric.name, side, names)
+        matched = match(*arguments(ids, system_len, truth_len), metric.name)
+        options = {
+            o.name: _option_values(o, c)
+            for o, c in zip(metric.options, option_columns, strict=True)
+        }
+        return _as_arrow(run_preference_kernel(metric.name, metric.kernel, matched, **options))
+
+    return function
+
+
+def _grades_function(metric: Metric) -> Callable:
+    def function(ids, rec_len, grades):
+        matched = match_ranked_grades(*_rec_and_grade_map(ids, rec_len, grades), metric.name)
+        return _as_arrow(metric.kernel(matched))
+
+    return function
+
+
+def _first(items: str) -> str:
+    return f"list_transform({items}, lambda p: struct_extract_at(p, 1))"
+
+
+def _second(items: str) -> str:
+    return f"list_transform({items}, lambda p: struct_extract_at(p, 2))"
+
+
+def _udf_and_macro(metric: Metric) -> tuple[PythonUDF, str]:
+    udf = f"duckrank_{metric.name}"
+    options = [o.name for o in metric.options]
+    option_types = tuple(_option_type(o) for o in metric.options)
+    if metric.inputs == "preferences":
+        parameters = (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", *option_types)
+        function = _preference_function(
+            metric, _rec_and_preferences, match_preferences, ("truth",)
+        )
+        args = [f"rec || {_first('truth')} || {_second('truth')}", "len(rec)", "len(truth)",
+                "typeof(truth)"]
+    elif metric.inputs == "system_preferences":
+        parameters = (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", *option_types)
+        function = _preference_function(
+            metric, _two_preference_lists, match_system_preferences, ("system", "truth")
+        )
+        args = [
+            f"{_first('system')} || {_second('system')} || {_first('truth')} || {_second('truth')}",
+            "len(system)", "len(truth)", "typeof(system)", "typeof(truth)",
+        ]
+    else:  # ranked_grades
+        parameters = ("VARCHAR[]", "BIGINT", "DOUBLE[]")
+        function = _grades_function(metric)
+        args = ["list_transform(rec, lambda x: x::VARCHAR) || map_keys(truth)", "len(rec)",
+                "map_values(truth)"]
+    # DuckDB counts the function's parameters: give the variadic adapters an exact signature.
+    function.__signature__ = inspect.Signature([
+        inspect.Parameter(f"arg{i}", inspect.Parameter.POSITIONAL_ONLY)
+        for i in range(len(parameters))
+    ])
+    truth = f"truth {metric.truth_type}" if metric.truth_type else "truth"
+    defaults = "".join(f", {o.name} := {o.sql_default()}" for o in metric.options)
+    header = f"{metric.name}({metric.first_argument}, {truth}{defaults})"
+    macro = f"CREATE OR REPLACE TEMP MACRO {header} AS {udf}({', '.join([*args, *options])})"
+    return PythonUDF(udf, function, parameters, "DOUBLE"), macro
+
+
+PYTHON_INPUTS = ("preferences", "system_preferences", "ranked_grades")
+PYTHON_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.inputs in PYTHON_INPUTS)
+_REGISTERED = [_udf_and_macro(m) for m in PYTHON_METRICS]
+
+UDFS: list[PythonUDF] = [udf for udf, _ in _REGISTERED]
+
+
+def session_statements() -> list[str]:
+    """TEMP macros that call the UDFs above (never stored in a database file)."""
+    return [macro for _, macro in _REGISTERED]

@@ -1,0 +1,518 @@
+"""duckrank's metrics as Spark SQL functions: the same numpy kernels, over Arrow batches.
+
+    >>> import duckrank.spark
+    >>> duckrank.spark.register(spark)
+    >>> spark.sql("select avg(ndcg(rec, truth, 10)) from eval")
+
+``register(spark)`` derives one Spark SQL function per metric record of ``duckrank.metrics``:
+an Arrow UDF (``pyspark.sql.functions.arrow_udf``) that receives whole Arrow batches of the
+argument columns, runs the record's matching step and numpy ``kernel`` (the same code the tests
+check against DuckDB's SQL macros) and returns a DOUBLE column, NULL where the kernel says NaN.
+Each ``inputs`` kind of record is wired in by one entry of ``INPUT_KINDS``.
+
+SQL surface, as in DuckDB: ``metric(rec, truth [, k] [, option => value ...])``. ``k`` is a
+positive integer, ``'all'`` or omitted (= len(rec)); a NULL k gives NULL; anything else is an
+error naming the function and the value. The preference-based functions take no k
+(``edrc(rec, truth [, discount])``, ``edrc_preferences(system, truth [, discount] [,
+likelihood])``, ``spearman(rec, truth)`` ...), so an option may also be given by position there,
+as in DuckDB. Options are named arguments (``gain => 'linear'``) and must be constant within a
+query.
+
+``to_ordered_list`` comes twice (see docs/spark.md for the choice):
+
+* ``to_ordered_list_sql(value, key, options)`` / ``to_ordered_list(...)``: Spark's native
+  ``collect_list`` + ``sort_array`` over ``struct(key, value)``, type-generic and without Python,
+  as a SQL expression text or a DataFrame ``Column``.
+* the SQL aggregate ``to_ordered_list(value [, key] [, options])`` registered by ``register``: an
+  Arrow grouped-aggregate UDF. Spark Python UDFs have a fixed return type, so it returns
+  ``ARRAY<ordered_list_type>`` (BIGINT unless told otherwise) and, like every grouped-aggregate
+  Python UDF, cannot share a GROUP BY with other aggregates.
+
+Both keep every tied row and return the (key, value) pairs sorted ascending, or exactly the
+reverse of that order, as ``duckrank.render.ordered_list`` does in DuckDB.
+
+Executors need numpy, pyarrow and duckrank importable (docs/spark.md shows how to ship them).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import DataType, _parse_datatype_string
+
+from duckrank.matching.arrays import Hits, match_grade_lists, match_grades, match_hits
+from duckrank.matching.preferences import (
+    match_preferences,
+    match_ranked_grades,
+    match_system_preferences,
+    run_preference_kernel,
+)
+from duckrank.metrics import METRICS
+from duckrank.metrics.record import Metric
+
+
+def _is_list(data_type: pa.DataType) -> bool:
+    return pa.types.is_list(data_type) or pa.types.is_large_list(data_type)
+
+
+def _id_lists(rec: pa.DataType, truth: pa.DataType) -> bool:
+    """Two lists of ids of one kind (one type, or integers of any width)."""
+    if not (_is_list(rec) and _is_list(truth)):
+        return False
+    rec_ids, truth_ids = rec.value_type, truth.value_type
+    return rec_ids == truth_ids or (pa.types.is_integer(rec_ids) and pa.types.is_integer(truth_ids))
+
+
+def _ids_and_ids_or_grades(rec: pa.DataType, truth: pa.DataType) -> bool:
+    """A truth MAP is matched by the ids' text form (as in DuckDB), so any key type goes."""
+    return _id_lists(rec, truth) or (_is_list(rec) and pa.types.is_map(truth))
+
+
+def _structs_and_numbers(rec: pa.DataType, truth: pa.DataType) -> bool:
+    """Hivemall's graded form: rec holds structs whose first field is the grade (as in DuckDB,
+    where a plain id list must not be read as grades), truth holds grades."""
+    return (
+        _is_list(rec)
+        and _is_list(truth)
+        and pa.types.is_struct(rec.value_type)
+        and rec.value_type.num_fields > 0
+        and _is_number(rec.value_type.field(0).type)
+        and _is_number(truth.value_type)
+    )
+
+
+def _is_number(data_type: pa.DataType) -> bool:
+    return pa.types.is_integer(data_type) or pa.types.is_floating(data_type) or pa.types.is_decimal(
+        data_type
+    )
+
+
+def _one_kind(*ids: pa.DataType) -> bool:
+    return all(t == ids[0] for t in ids) or all(pa.types.is_integer(t) for t in ids)
+
+
+def _preference_ids(data_type: pa.DataType) -> list[pa.DataType] | None:
+    """The id types of a list of preference structs (its first two fields; a struct of another
+    size is accepted here so that matching can name the problem), None for other types."""
+    if not (_is_list(data_type) and pa.types.is_struct(data_type.value_type)):
+        return None
+    fields = data_type.value_type
+    return [fields.field(i).type for i in range(min(2, fields.num_fields))]
+
+
+def _ids_and_preferences(rec: pa.DataType, truth: pa.DataType) -> bool:
+    pair_ids = _preference_ids(truth)
+    return (
+        _is_list(rec) and not pa.types.is_nested(rec.value_type) and pair_ids is not None
+        and _one_kind(rec.value_type, *pair_ids)
+    )
+
+
+def _preferences_and_preferences(system: pa.DataType, truth: pa.DataType) -> bool:
+    system_ids, truth_ids = _preference_ids(system), _preference_ids(truth)
+    return system_ids is not None and truth_ids is not None and _one_kind(*system_ids, *truth_ids)
+
+
+def _ids_and_graded_map(rec: pa.DataType, truth: pa.DataType) -> bool:
+    """Keys of another kind than rec's ids are matched by their text form, as in DuckDB."""
+    return (
+        _is_list(rec) and not pa.types.is_nested(rec.value_type)
+        and pa.types.is_map(truth) and _is_number(truth.item_type)
+    )
+
+
+def _kernel_values(metric: Metric, matched: Any, settings: dict[str, object]) -> np.ndarray:
+    return metric.kernel(matched, **settings)
+
+
+def _preference_values(metric: Metric, matched: Any, settings: dict[str, object]) -> np.ndarray:
+    # Names the items of a cycle the kernel finds, as the DuckDB UDFs do.
+    return run_preference_kernel(metric.name, metric.kernel, matched, **settings)
+
+
+@dataclass(frozen=True)
+class InputKind:
+    """How the records of one ``inputs`` kind are called from Spark.
+
+    ``match(rec, truth, cut, function)`` is the kind's numpy matching step over Arrow arrays
+    (``cut``: the per-row cut-off as float64, NaN for a NULL k, None for records without k;
+    ``function``: the SQL name, for its errors); ``values(metric, matched, options)`` runs the
+    record's ``kernel`` on its result. ``accepts(rec_type, truth_type)`` says which Arrow types
+    the kind reads, and ``arguments`` is its SQL signature, for errors and docs.
+    """
+
+    match: Callable[[pa.Array, pa.Array, np.ndarray | None, str], Any]
+    accepts: Callable[[pa.DataType, pa.DataType], bool]
+    arguments: str
+    values: Callable[[Metric, Any, dict[str, object]], np.ndarray] = _kernel_values
+
+
+def _match_hits(rec: pa.Array, truth: pa.Array, cut: np.ndarray, function: str) -> Hits:
+    return match_hits(rec, truth, cut)
+
+
+def _without_k(match: Callable[[pa.Array, pa.Array, str], Any]) -> Callable[..., Any]:
+    """A matching step of records that take no k, called as the ones that do."""
+
+    def matched(rec: pa.Array, truth: pa.Array, cut: None, function: str) -> Any:
+        return match(rec, truth, function)
+
+    return matched
+
+
+_PREFERENCES = "ARRAY<STRUCT<preferred T, other T>>"
+
+INPUT_KINDS: dict[str, InputKind] = {
+    "hits": InputKind(_match_hits, _id_lists, "rec ARRAY<T>, truth ARRAY<T>"),
+    "grades": InputKind(
+        match_grades, _ids_and_ids_or_grades, "rec ARRAY<T>, truth ARRAY<T> | MAP<T, grade>"
+    ),
+    "grade_lists": InputKind(
+        match_grade_lists, _structs_and_numbers, "rec ARRAY<STRUCT<grade, ...>>, truth ARRAY<grade>"
+    ),
+    "preferences": InputKind(
+        _without_k(match_preferences), _ids_and_preferences, f"rec ARRAY<T>, truth {_PREFERENCES}",
+        _preference_values,
+    ),
+    "system_preferences": InputKind(
+        _without_k(match_system_preferences), _preferences_and_preferences,
+        f"system {_PREFERENCES}, truth {_PREFERENCES}", _preference_values,
+    ),
+    "ranked_grades": InputKind(
+        _without_k(match_ranked_grades), _ids_and_graded_map, "rec ARRAY<T>, truth MAP<T, grade>"
+    ),
+}
+
+
+def _applies(metric: Metric, rec: pa.DataType, truth: pa.DataType) -> bool:
+    """Whether ``metric`` is the overload for these Arrow types. Spark has no overloading and
+    its Python UDFs take any column type, so the records sharing a name are told apart here, as
+    DuckDB's macro overloads are by the record's ``truth_type`` (a MAP type or a LIST)."""
+    wants_map = metric.truth_type.upper().startswith("MAP")
+    return INPUT_KINDS[metric.inputs].accepts(rec, truth) and (
+        pa.types.is_map(truth) == wants_map
+    )
+
+
+# --- cut-off -------------------------------------------------------------------------------------
+
+_DECIMAL = r"^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$"
+
+
+def _k_error(function: str, value: object) -> ValueError:
+    # Same wording as duckrank.matching.cutoff_sql, so both engines fail alike.
+    return ValueError(f"{function}: k must be a positive integer or 'all', got {value}")
+
+
+def cutoff(function: str, k: pa.Array | None, rec_lengths: np.ndarray) -> np.ndarray:
+    """Per-row cut-off as float64 (NaN where k is NULL) from a Spark k column.
+
+    ``k`` omitted (None) or ``'all'`` means len(rec); numbers and numeric strings must be positive
+    integers, as in the DuckDB macros (which cast k to DOUBLE first).
+    """
+    if k is None:
+        return rec_lengths.astype(np.float64)
+    if isinstance(k, pa.ChunkedArray):
+        k = k.combine_chunks()
+    if pa.types.is_null(k.type):
+        return np.full(len(k), np.nan)
+    given, is_all = k, np.zeros(len(k), dtype=bool)
+    if pa.types.is_string(k.type) or pa.types.is_large_string(k.type):
+        is_all = pc.fill_null(pc.equal(k, "all"), False).to_numpy(zero_copy_only=False)
+        numbers = pc.utf8_trim_whitespace(pc.if_else(pc.equal(k, "all"), None, k))
+        unparsable = pc.invert(pc.match_substring_regex(numbers, _DECIMAL))
+        if pc.any(unparsable).as_py():
+            raise _k_error(function, pc.filter(k, pc.fill_null(unparsable, False))[0].as_py())
+        k = pc.cast(numbers, pa.float64())
+    null = given.is_null().to_numpy(zero_copy_only=False)
+    values = pc.cast(k, pa.float64()).to_numpy(zero_copy_only=False)
+    bad = ~null & ~is_all & ~(np.isfinite(values) & (values >= 1) & (values == np.floor(values)))
+    if bad.any():  # NaN and infinity included, as in DuckDB
+        raise _k_error(function, given[int(np.argmax(bad))].as_py())
+    # A k beyond any list length means the whole list; cap it where float64 is still exact.
+    values = np.minimum(values, 2.0**53)
+    return np.where(null, np.nan, np.where(is_all, rec_lengths, values))
+
+
+# --- metrics -------------------------------------------------------------------------------------
+
+def _constant_option(function: str, name: str, values: pa.Array | None, default: object) -> object:
+    if values is None:
+        return default
+    distinct = pc.unique(values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values)
+    if len(distinct) != 1:
+        raise ValueError(
+            f"{function}: option {name} must be one constant per query, got {distinct.to_pylist()}"
+        )
+    return distinct[0].as_py()
+
+
+def _head(lists: pa.Array, lengths: np.ndarray) -> pa.Array:
+    """The first ``lengths[r]`` elements of each list. Every metric reads only the top K of rec
+    (a duplicate is a miss only when it repeats an earlier item), so matching the top K instead
+    of whole lists gives the same values for less work (3x at k = 10 of 100 items)."""
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks()
+    offsets = lists.offsets.to_numpy().astype(np.int64)
+    if np.array_equal(lengths, np.diff(offsets)):
+        return lists
+    new_offsets = np.concatenate([[0], np.cumsum(lengths)])
+    take = np.arange(new_offsets[-1]) + np.repeat(offsets[:-1] - new_offsets[:-1], lengths)
+    offset_type = pa.int64() if pa.types.is_large_list(lists.type) else pa.int32()
+    return type(lists).from_arrays(
+        pa.array(new_offsets, offset_type), lists.values.take(pa.array(take)),
+        mask=lists.is_null(),
+    )
+
+
+@dataclass(frozen=True)
+class SparkFunction:
+    """One Spark SQL function: the records sharing a ``name``, in ``METRICS`` order."""
+
+    name: str
+    overloads: tuple[Metric, ...]
+
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(o.name for m in self.overloads for o in m.options))
+
+    @property
+    def takes_k(self) -> bool:
+        return any(m.cutoff for m in self.overloads)
+
+    def overload_for(self, rec: pa.DataType, truth: pa.DataType) -> Metric:
+        for metric in self.overloads:
+            if _applies(metric, rec, truth):
+                return metric
+        forms = "; ".join(
+            f"{self.name}({INPUT_KINDS[m.inputs].arguments}{' [, k]' if m.cutoff else ''})"
+            for m in self.overloads
+        )
+        raise TypeError(f"{self.name}: no form takes rec {rec} and truth {truth}; forms: {forms}")
+
+    def evaluate(
+        self, rec: pa.Array, truth: pa.Array, k: pa.Array | None = None, **options: pa.Array | None
+    ) -> pa.Array:
+        """The function over one Arrow batch, as the Spark UDF computes it: DOUBLE, NULL where
+        the kernel gives NaN."""
+        metric = self.overload_for(rec.type, truth.type)
+        known = {o.name: o for o in metric.options}
+        for name, values in options.items():
+            if values is not None and name not in known:
+                raise ValueError(
+                    f"{self.name}: option {name} does not apply to the form "
+                    f"{self.name}({INPUT_KINDS[metric.inputs].arguments})"
+                )
+        settings = {
+            name: _constant_option(self.name, name, options.get(name), option.default)
+            for name, option in known.items()
+        }
+        kind = INPUT_KINDS[metric.inputs]
+        cut = None
+        if metric.cutoff:
+            rec_lengths = pc.fill_null(pc.list_value_length(rec), 0).to_numpy(
+                zero_copy_only=False
+            )
+            cut = cutoff(self.name, k, rec_lengths)
+            rec = _head(rec, np.minimum(np.nan_to_num(cut), rec_lengths).astype(np.int64))
+        elif k is not None:
+            raise ValueError(f"{self.name} takes no k: {metric.signature}")
+        matched = kind.match(rec, truth, cut, self.name)
+        values = np.asarray(kind.values(metric, matched, settings), dtype=np.float64)
+        return pa.array(values, type=pa.float64(), mask=np.isnan(values))
+
+    def batch_function(self) -> Callable[..., pa.Array]:
+        """``evaluate`` with the SQL signature (rec, truth, k=None, option=None, ...), k left out
+        for functions without a cut-off and rec named as the records name it (``system``): Spark
+        reads the parameters to accept positional and named arguments and to let the optional
+        ones be left out."""
+        parameter = inspect.Parameter
+        first = self.overloads[0].first_argument
+        names = [(first, parameter.empty), ("truth", parameter.empty)]
+        names += [("k", None)] if self.takes_k else []
+        names += [(name, None) for name in self.option_names]
+        signature = inspect.Signature(
+            [parameter(n, parameter.POSITIONAL_OR_KEYWORD, default=d, annotation=pa.Array)
+             for n, d in names],
+            return_annotation=pa.Array,
+        )
+
+        usage = f"{self.name}({first}, truth" + "".join(f" [, {n}]" for n, _ in names[2:]) + ")"
+
+        def evaluate(*args: pa.Array, **kwargs: pa.Array) -> pa.Array:
+            try:
+                arguments = signature.bind(*args, **kwargs).arguments
+            except TypeError as error:  # Spark does not check the arguments against the UDF
+                raise TypeError(f"{self.name}: {error}; call it as {usage}") from None
+            return self.evaluate(arguments.pop(first), arguments.pop("truth"), **arguments)
+
+        evaluate.__name__ = self.name
+        evaluate.__signature__ = signature
+        return evaluate
+
+
+def spark_functions() -> dict[str, SparkFunction]:
+    """The Spark SQL functions ``register`` creates, by name."""
+    by_name: dict[str, list[Metric]] = {}
+    for metric in METRICS:
+        if metric.kernel is not None and metric.inputs in INPUT_KINDS:
+            by_name.setdefault(metric.name, []).append(metric)
+    return {name: SparkFunction(name, tuple(records)) for name, records in by_name.items()}
+
+
+def unsupported_metrics() -> list[Metric]:
+    """Records that have no Spark function (no kernel, or an ``inputs`` kind not wired in):
+    none today; kept so that a new kind shows up here (and in the tests) until it is wired."""
+    return [m for m in METRICS if m.kernel is None or m.inputs not in INPUT_KINDS]
+
+
+# --- to_ordered_list -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OrderedOptions:
+    """Hivemall's ``to_ordered_list`` options (shared/notes/hivemall-semantics.md section 7)."""
+
+    k: int | None = None
+    reverse: bool = False
+    dedup: bool = False
+
+    @property
+    def descending(self) -> bool:
+        # No option: ascending. -k n (n > 0) keeps the n largest, descending. -reverse flips both.
+        return self.reverse != (self.k is not None and self.k > 0)
+
+
+_KNOWN_OPTIONS = "-k n, -reverse, -reverse_order, -dedup"
+
+
+def parse_ordered_options(options: str | None, function: str = "to_ordered_list") -> OrderedOptions:
+    """Parse an options string, with the errors of duckrank.render.ordered_list's DuckDB macros."""
+    tokens = (options or "").split()
+    k: int | None = None
+    reverse = dedup = False
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "-k":
+            text = tokens[i + 1] if i + 1 < len(tokens) else ""
+            try:
+                k = int(text)
+            except ValueError:
+                k = 0
+            if k == 0:
+                raise ValueError(
+                    f"{function}: option -k needs a non-zero integer, got '{text}' in options "
+                    f"'{options}'"
+                )
+            i += 1
+        elif token in ("-reverse", "-reverse_order"):
+            reverse = True
+        elif token == "-dedup":
+            dedup = True
+        elif token in ("-kv_map", "-kv", "-vk_map", "-vk"):
+            raise ValueError(
+                f"{function}: option {token} returns a MAP, which duckrank.spark does not build; "
+                "use map_from_entries over the ordered list"
+            )
+        else:
+            raise ValueError(
+                f"{function}: unknown option '{token}' in options '{options}'; known options: "
+                f"{_KNOWN_OPTIONS}"
+            )
+        i += 1
+    return OrderedOptions(k=k, reverse=reverse, dedup=dedup)
+
+
+def to_ordered_list_sql(value: str, key: str | None = None, options: str | None = None) -> str:
+    """Spark SQL text of a native ``to_ordered_list`` aggregate over the SQL expressions ``value``
+    and ``key`` (key = value when omitted), for use in a GROUP BY query.
+
+    ``collect_list`` skips the NULL structs built for rows whose key or value is NULL;
+    ``sort_array`` orders the structs by key, then value (so ties come out by value); an empty
+    group gives NULL.
+    """
+    opts = parse_ordered_options(options)
+    key = value if key is None else key
+    pairs = (
+        f"collect_list(CASE WHEN ({key}) IS NOT NULL AND ({value}) IS NOT NULL "
+        f"THEN named_struct('k', {key}, 'v', {value}) END)"
+    )
+    kept = f"array_distinct({pairs})" if opts.dedup else pairs
+    ordered = f"sort_array({kept}, {'false' if opts.descending else 'true'})"
+    if opts.k is not None:
+        ordered = f"slice({ordered}, 1, {abs(opts.k)})"
+    return f"(CASE WHEN size({pairs}) = 0 THEN NULL ELSE transform({ordered}, e -> e.v) END)"
+
+
+def to_ordered_list(value: str, key: str | None = None, options: str | None = None) -> Column:
+    """DataFrame form of ``to_ordered_list_sql``:
+    ``df.groupBy("user").agg(to_ordered_list("item", "score", "-reverse").alias("rec"))``.
+    ``value`` and ``key`` are column names or Spark SQL expressions."""
+    return F.expr(to_ordered_list_sql(_quoted(value), None if key is None else _quoted(key),
+                                      options))
+
+
+def _quoted(column: str) -> str:
+    return f"`{column}`" if column.isidentifier() else column
+
+
+def _ordered_list_aggregate(value_type: pa.DataType) -> Callable[..., pa.Scalar]:
+    """The Arrow grouped-aggregate behind the SQL ``to_ordered_list``: one call per group."""
+
+    def aggregate(
+        value: pa.Array, key: pa.Array = None, options: pa.Array = None
+    ) -> pa.Scalar | None:
+        if options is None and key is not None and pa.types.is_string(key.type):
+            key, options = None, key  # (value, 'options'), as the DuckDB macro reads it
+        text = _constant_option("to_ordered_list", "options", options, "")
+        opts = parse_ordered_options(text)
+        pairs = pa.table({"k": value if key is None else key, "v": value}).drop_null()
+        order = "descending" if opts.descending else "ascending"
+        pairs = pairs.take(pc.sort_indices(pairs, [("k", order), ("v", order)]))
+        if opts.dedup and pairs.num_rows > 1:
+            repeated = np.concatenate([[False], pc.and_(
+                pc.equal(pairs["k"][1:], pairs["k"][:-1]),
+                pc.equal(pairs["v"][1:], pairs["v"][:-1])).to_numpy(zero_copy_only=False)])
+            pairs = pairs.filter(pa.array(~repeated))
+        if pairs.num_rows == 0:
+            # Spark's worker wraps the result in pa.array([result]), which fails on a NULL
+            # ListScalar but takes None.
+            return None
+        if opts.k is not None:
+            pairs = pairs.slice(0, abs(opts.k))
+        return pa.scalar(pairs["v"].combine_chunks().cast(value_type), pa.list_(value_type))
+
+    return aggregate
+
+
+# --- registration --------------------------------------------------------------------------------
+
+def register(spark: SparkSession, *, ordered_list_type: str = "bigint") -> list[str]:
+    """Register every duckrank metric and ``to_ordered_list`` as Spark SQL functions of this
+    session; returns the registered names.
+
+    ``ordered_list_type`` is the element type of the SQL ``to_ordered_list`` aggregate's result
+    (a Spark DDL type such as ``'bigint'`` or ``'string'``); the native ``to_ordered_list_sql``
+    needs no such choice.
+    """
+    names = []
+    for name, function in spark_functions().items():
+        udf = F.arrow_udf(function.batch_function(), "double")
+        spark.udf.register(name, udf)
+        names.append(name)
+    element: DataType = _parse_datatype_string(ordered_list_type)
+    aggregate = F.arrow_udf(
+        _ordered_list_aggregate(to_arrow_type(element)), f"array<{ordered_list_type}>"
+    )
+    spark.udf.register("to_ordered_list", aggregate)
+    names.append("to_ordered_list")
+    return names

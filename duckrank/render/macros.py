@@ -1,0 +1,199 @@
+"""Render the metric records into DuckDB SQL macros (no Python at query time).
+
+The statements are pure SQL: they are what ``duckrank.register`` runs, and what
+``sql/duckrank.sql`` holds for DuckDB clients without Python (``python -m duckrank.render``
+rewrites that file; a test checks it is current). With ``native=True`` the binary metrics match
+through duckrank's native step (``duckrank.matching.native``) for the id types it handles and
+through the SQL form for the others; the metric's formula is the same text in both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from duckrank.matching.sql import (
+    bad_grade_sql,
+    bad_list_grade_sql,
+    binary_top_sql,
+    cutoff_sql,
+    first_field_grades_sql,
+    graded_top_sql,
+    hit_positions_sql,
+    ideal_grades_sql,
+    matched_sql,
+    native_grades_sql,
+    native_handles_sql,
+    native_matched_sql,
+    positive_count_sql,
+    relevant_count_sql,
+)
+from duckrank.metrics import METRICS
+from duckrank.metrics.graded import option_errors_sql
+from duckrank.metrics.record import Metric
+from duckrank.render import ordered_list, trec
+
+SQL_FILE = Path(__file__).resolve().parents[2] / "sql" / "duckrank.sql"
+
+
+def _helper_macros(native: bool) -> list[str]:
+    positions = hit_positions_sql("rec", "truth", "k")
+    if native:
+        fast = native_matched_sql("'duckrank_hit_positions'", "rec", "truth", "k")
+        positions = (
+            f"CASE WHEN {native_handles_sql('rec', 'truth')} THEN struct_extract({fast}, 'pos') "
+            f"ELSE {positions} END"
+        )
+    return [
+        f"CREATE OR REPLACE MACRO duckrank_cutoff(fn, rec, k) AS {cutoff_sql('fn', 'rec', 'k')}",
+        f"CREATE OR REPLACE MACRO duckrank_hit_positions(rec, truth, k) AS {positions}",
+    ]
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _hits_body(metric: Metric, native: bool) -> str:
+    """A binary metric's body. The row's match is bound once by a lambda over a one-element
+    list, so that the metric's SQL can read the hit positions and n several times. rec and truth
+    are not bound the same way: that second lambda level cost 25% (benchmarks/RESULTS.md), so an
+    argument that is an expression rather than a column is evaluated again inside the matching
+    lambdas (correct, but slower). n is computed only for metrics that read it. Option checks
+    come first and outside the lambda, where DuckDB folds them for constant options. With
+    ``native``, the id types the native step handles take it (a choice DuckDB folds per query)."""
+    cut = f"duckrank_cutoff('{metric.name}', rec, k)"
+    value = metric.sql.format(pos="m.pos", K="m.K", k="m.cut", n="m.n")
+    sql_match = matched_sql("rec", "truth", cut, count_truth="{n}" in metric.sql)
+    per_row = f"list_transform([{sql_match}], lambda m: {value})[1]"
+    if native:
+        native_match = native_matched_sql(f"'{metric.name}'", "rec", "truth", cut)
+        per_row = (
+            f"CASE WHEN {native_handles_sql('rec', 'truth')} "
+            f"THEN list_transform([{native_match}], lambda m: {value})[1] ELSE {per_row} END"
+        )
+    checks = option_errors_sql(metric.name, metric.options)
+    whens = "".join(f"WHEN {condition} THEN {error} " for condition, error in checks)
+    return (
+        f"CASE {whens}WHEN rec IS NULL OR truth IS NULL OR {cut} IS NULL THEN NULL "
+        f"ELSE {per_row} END"
+    )
+
+
+def _graded_body(
+    metric: Metric,
+    top: str,
+    ideal: str,
+    n: str,
+    grade_checks: list[tuple[str, str]],
+    bound: tuple[tuple[str, str], ...] = (),
+) -> str:
+    """A graded metric's body. ``top``, ``ideal``, ``n`` and the checks read the row as ``r.rec``,
+    ``r.truth``, ``r.cut`` (the validated cut-off) and the ``bound`` fields; the metric's SQL reads
+    the matched grades as ``g.*``. Both are bound once per row by a lambda over a one-element
+    list, because DuckDB evaluates an expression used inside a lambda again for every element:
+    a truth argument written as map(items, grades) was rebuilt for every recommended item (70x
+    slower), and so were hit positions read inside a lambda."""
+    fields = (
+        ("rec", "rec"), ("truth", "truth"), ("cut", f"duckrank_cutoff('{metric.name}', rec, k)"),
+        *bound,
+    )
+    row = "struct_pack(" + ", ".join(f"{name} := {value}" for name, value in fields) + ")"
+    grades = f"struct_pack(top := {top}, ideal := {ideal}, n := {n})"
+    value = metric.sql.format(
+        top="g.top", ideal="g.ideal", n="g.n", K="least(r.cut, len(r.rec))", k="r.cut"
+    )
+    checks = [
+        *option_errors_sql(metric.name, metric.options),
+        ("r.rec IS NULL OR r.truth IS NULL OR r.cut IS NULL", "NULL"),
+        *grade_checks,
+    ]
+    whens = " ".join(f"WHEN {condition} THEN {result}" for condition, result in checks)
+    return (
+        f"list_transform([{row}], lambda r: CASE {whens} "
+        f"ELSE list_transform([{grades}], lambda g: {value})[1] END)[1]"
+    )
+
+
+def _grades_body(metric: Metric, native: bool) -> str:
+    """A graded metric's body over MAP or LIST truth. With ``native``, the MAP form reads the
+    grades of the top K through the native step (``native_grades_sql``); the LIST form matches
+    through the ``duckrank_hit_positions`` helper (``_helper_macros``)."""
+    if metric.truth_type:  # MAP(VARCHAR, DOUBLE): item -> grade
+        grades = "map_values(r.truth)"
+        top = (native_grades_sql if native else graded_top_sql)("r.rec", "r.truth", "r.cut")
+        return _graded_body(
+            metric, top=top,
+            ideal=ideal_grades_sql(grades, "r.cut"), n=positive_count_sql(grades),
+            grade_checks=[bad_grade_sql(f"'{metric.name}'", "r.truth")],
+        )
+    n = relevant_count_sql("r.truth")  # a LIST: grade 1 for each item
+    cut = f"duckrank_cutoff('{metric.name}', rec, k)"
+    return _graded_body(
+        metric, top=binary_top_sql("r.pos", "least(r.cut, len(r.rec))"),
+        ideal=f"list_resize([]::DOUBLE[], least(r.cut, {n}), 1.0)", n=n, grade_checks=[],
+        bound=(("pos", f"duckrank_hit_positions(rec, truth, {cut})"),),
+    )
+
+
+def _grade_lists_body(metric: Metric, native: bool) -> str:
+    """Hivemall's struct form: rec and truth carry the grades, so there is no matching step and
+    ``native`` changes nothing."""
+    top, truth = first_field_grades_sql("r.rec", "r.cut"), "CAST(r.truth AS DOUBLE[])"
+    name = f"'{metric.name}'"
+    return _graded_body(
+        metric, top=top, ideal=ideal_grades_sql(truth, "r.cut"), n=positive_count_sql(truth),
+        grade_checks=[
+            bad_list_grade_sql(name, top, "rec"), bad_list_grade_sql(name, truth, "truth")
+        ],
+    )
+
+
+BODIES = {"hits": _hits_body, "grades": _grades_body, "grade_lists": _grade_lists_body}
+
+
+def _overload(metric: Metric, native: bool) -> str:
+    options = "".join(f", {o.name} := {o.sql_default()}" for o in metric.options)
+    truth = f"truth {metric.truth_type}" if metric.truth_type else "truth"
+    return f"(rec, {truth}, k := 'all'{options}) AS {BODIES[metric.inputs](metric, native)}"
+
+
+def metric_macro(overloads: list[Metric], native: bool = False) -> str:
+    """One CREATE MACRO for all the records that share a name."""
+    return f"CREATE OR REPLACE MACRO {overloads[0].name}" + ",\n  ".join(
+        _overload(m, native) for m in overloads
+    )
+
+
+def metric_comment(overloads: list[Metric]) -> str:
+    """The text ``duckdb_functions()`` shows: each overload's summary, formula and NULL rule."""
+    text = " | ".join(
+        f"{'truth ' + m.truth_type + ': ' if m.truth_type else ''}{m.summary} {m.formula}. "
+        f"{m.undefined}"
+        for m in overloads
+    )
+    return f"COMMENT ON MACRO {overloads[0].name} IS {_quote(text)}"
+
+
+def sql_statements(native: bool = False) -> list[str]:
+    """Every statement duckrank runs to register its macros, in order: pure SQL, or with
+    ``native`` (the native step must be loaded) matching natively where it can."""
+    statements = [
+        *_helper_macros(native), *(m.strip() for m in (*ordered_list.MACROS, *trec.MACROS))
+    ]
+    by_name: dict[str, list[Metric]] = {}
+    for metric in METRICS:
+        if metric.inputs in BODIES:
+            by_name.setdefault(metric.name, []).append(metric)
+    for overloads in by_name.values():
+        statements += [metric_macro(overloads, native), metric_comment(overloads)]
+    return statements
+
+
+def render_sql_file() -> str:
+    header = (
+        "-- duckrank: ranking-evaluation macros for DuckDB, no Python needed.\n"
+        "-- Generated by `python -m duckrank.render` from duckrank's metric definitions;\n"
+        "-- do not edit by hand. Load with `.read sql/duckrank.sql` in the DuckDB shell.\n"
+    )
+    return header + "".join(f"\n{s};\n" for s in sql_statements())
+

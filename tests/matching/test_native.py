@@ -1,0 +1,281 @@
+"""The native matching step (duckrank/matching/native/match.c) against the SQL form it replaces.
+
+Expected values come from the SQL matching step (``duckrank.connect(native=False)``), which
+test_binary_equivalence.py checks against a plain-Python reference written from the definitions,
+three forms each on its own. The native step itself is checked against that reference directly
+too: test_binary_equivalence.py's other tests and test_properties.py (hypothesis) run on
+``duckrank.connect()``, which loads it, and test_the_build_has_the_native_step makes sure it is
+loaded. Here every id type the native step takes is compared with it on
+random rows, including the pairs of integer types SQL compares by value and the values where a
+careless comparison of bits would go wrong (-1 against 255, -0.0 against 0.0, NaN, 2^63, strings
+longer than DuckDB's 12 inline bytes). Sums of the same terms in another order may differ in the
+last bit, hence rel=1e-12.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import uuid
+
+import duckdb
+import pytest
+
+import duckrank
+from duckrank.matching import native
+from duckrank.matching import sql as matching
+from duckrank.metrics import METRICS
+
+HIT_METRICS = [m.name for m in METRICS if m.inputs == "hits"]
+# Graded metrics over LIST truth match through duckrank_hit_positions.
+LIST_GRADED = [m.name for m in METRICS if m.inputs == "grades" and not m.truth_type]
+ROWS = 500
+
+
+@pytest.fixture(scope="module")
+def fast() -> duckdb.DuckDBPyConnection:
+    con = duckrank.connect()
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def sql_only() -> duckdb.DuckDBPyConnection:
+    con = duckrank.connect(native=False)
+    yield con
+    con.close()
+
+
+def test_the_build_has_the_native_step(fast, sql_only) -> None:
+    """CI builds with a C compiler: a missing library would silently mean the slow path."""
+    assert native.library_path() is not None
+    assert native.is_loaded(fast)
+    assert not native.is_loaded(sql_only)
+
+
+def _values(type_name: str, rng: random.Random, alphabet: int) -> list:
+    """`alphabet` distinct values of the type, as SQL literals, with the awkward ones first."""
+    special = {
+        "TINYINT": ["-1", "-128", "127"], "SMALLINT": ["-1", "-32768"], "INTEGER": ["-1", "255"],
+        "BIGINT": ["-1", "-9223372036854775808", "255"], "HUGEINT": ["-1", "18446744073709551615"],
+        "UTINYINT": ["255"], "USMALLINT": ["65535", "255"], "UINTEGER": ["4294967295", "255"],
+        "UBIGINT": ["18446744073709551615", "9223372036854775808"],
+        "UHUGEINT": ["340282366920938463463374607431768211455", "18446744073709551615"],
+        "DOUBLE": ["'-0.0'", "'nan'", "'-inf'"], "FLOAT": ["'-0.0'", "'nan'"],
+        "VARCHAR": ["''", "'exactly12byte'", "'a string longer than twelve bytes'"],
+        "BLOB": ["'\\x00'", "'a blob longer than twelve bytes'"],
+        "BOOLEAN": ["true", "false"],
+    }.get(type_name, [])
+    values = list(special)
+    while len(values) < alphabet:
+        i = len(values)
+        if type_name in ("VARCHAR", "BLOB"):
+            values.append(f"'item_{i}'" if i % 3 else f"'a long item name number {i}'")
+        elif type_name == "UUID":
+            values.append(f"'{uuid.UUID(int=rng.getrandbits(128))}'")
+        elif type_name == "DATE":
+            values.append(f"DATE '2020-01-01' + {i}")
+        elif type_name.startswith("TIMESTAMP"):
+            values.append(f"TIMESTAMP '2020-01-01' + INTERVAL {i} SECOND")
+        elif type_name in ("DOUBLE", "FLOAT"):
+            values.append(f"{i / 4}")
+        elif type_name == "BOOLEAN":
+            break
+        else:
+            values.append(str(i))
+    zero = {"DOUBLE": "'0.0'", "FLOAT": "'0.0'"}.get(type_name)
+    return values + ([zero] if zero else [])
+
+
+def _list(type_name: str, values: list, rng: random.Random, length: int) -> str:
+    items = ["NULL" if rng.random() < 0.05 else f"({rng.choice(values)})::{type_name}"
+             for _ in range(length)]
+    return f"[{', '.join(items)}]::{type_name}[]"
+
+
+def _rows(rec_type: str, truth_type: str, seed: int) -> str:
+    """A VALUES list of (i, rec, truth, k) with shared values so that hits and repeats are
+    common, empty and NULL lists, and per-row k (NULL too)."""
+    rng = random.Random(seed)
+    alphabet = rng.choice([6, 20])
+    rec_values = _values(rec_type, rng, alphabet)
+    truth_values = _values(truth_type, random.Random(seed), alphabet)
+    rows = []
+    for i in range(ROWS):
+        rec = "NULL" if rng.random() < 0.03 else _list(
+            rec_type, rec_values, rng, rng.choice([0, 1, 5, 12, rng.randrange(40)]))
+        truth = "NULL" if rng.random() < 0.03 else _list(
+            truth_type, truth_values, rng, rng.choice([0, 1, 4, rng.randrange(30)]))
+        k = "NULL" if rng.random() < 0.03 else str(rng.choice([1, 3, 10, rng.randrange(1, 50)]))
+        rows.append(f"({i}, {rec}, {truth}, {k})")
+    return ", ".join(rows)
+
+
+def _assert_same_values(fast, sql_only, names: list[str], rows: str, native_function: str) -> None:
+    """Every metric of ``names`` on the VALUES ``rows`` (i, rec, truth, k): the native step (which
+    must run) gives the SQL form's values."""
+    calls = [f"{name}(rec, truth, k)" for name in names]
+    query = (
+        f"SELECT i, {', '.join(calls)} FROM (VALUES {rows}) cases(i, rec, truth, k) ORDER BY i"
+    )
+    plan = "".join(row[1] for row in fast.execute(f"EXPLAIN {query}").fetchall())
+    assert native_function in plan, "the native step did not run"
+    got, expected = fast.execute(query).fetchall(), sql_only.execute(query).fetchall()
+    for row, want in zip(got, expected, strict=True):
+        for call, value, reference in zip(calls, row[1:], want[1:], strict=True):
+            assert (value is None) == (reference is None) and (
+                value is None or value == pytest.approx(reference, rel=1e-12, abs=1e-15)
+            ), f"row {row[0]}: {call} = {value}, SQL form gives {reference}"
+
+
+@pytest.mark.parametrize(
+    "type_name",
+    sorted(matching.NATIVE_SIGNED_TYPES + matching.NATIVE_UNSIGNED_TYPES
+           + matching.NATIVE_SAME_TYPES + ("UHUGEINT",)),
+)
+def test_every_native_id_type_gives_the_sql_values(fast, sql_only, type_name: str) -> None:
+    _assert_same_values(fast, sql_only, HIT_METRICS + LIST_GRADED,
+                        _rows(type_name, type_name, seed=len(type_name)), "duckrank_match")
+
+
+@pytest.mark.parametrize(
+    ("rec_type", "truth_type"),
+    [
+        ("INTEGER", "BIGINT"), ("BIGINT", "TINYINT"), ("UTINYINT", "TINYINT"),
+        ("UINTEGER", "INTEGER"), ("UBIGINT", "BIGINT"), ("HUGEINT", "UBIGINT"),
+        ("SMALLINT", "HUGEINT"), ("UHUGEINT", "UBIGINT"), ("USMALLINT", "UHUGEINT"),
+    ],
+)
+def test_integer_types_compare_by_value(fast, sql_only, rec_type: str, truth_type: str) -> None:
+    """-1 (signed) never equals 255 or 2^64 - 1 (unsigned), as in SQL."""
+    _assert_same_values(fast, sql_only, HIT_METRICS + LIST_GRADED,
+                        _rows(rec_type, truth_type, seed=7), "duckrank_match")
+
+
+def test_a_string_and_its_inline_prefix_differ(fast) -> None:
+    """Strings up to 12 bytes are compared by their inline bytes, longer ones by content. By hand:
+    positions 1 (12 bytes) and 3 (14 bytes) are hits, 2 (13 bytes, a prefix of 3) is not: 2/3."""
+    value = fast.execute(
+        "SELECT precision_at(['exactly12byt', 'exactly12byte', 'exactly12bytes'], "
+        "['exactly12bytes', 'exactly12byt'])"
+    ).fetchall()[0][0]
+    assert value == pytest.approx(2 / 3)
+
+
+def test_types_the_native_step_does_not_take_still_work(fast, sql_only) -> None:
+    """DECIMAL, INTERVAL (1 month = 30 days in SQL) and nested ids take the SQL form."""
+    query = (
+        "SELECT ndcg([1.5, 2.5]::DECIMAL(4,1)[], [2.5]::DECIMAL(4,1)[]), "
+        "recall_at([INTERVAL 1 MONTH], [INTERVAL 30 DAY]), "
+        "mrr([[1], [2]], [[2]])"
+    )
+    assert fast.execute(query).fetchall() == sql_only.execute(query).fetchall()
+    assert fast.execute(query).fetchall()[0][1] == 1.0
+    assert "duckrank_match" not in "".join(
+        row[1] for row in fast.execute(f"EXPLAIN {query}").fetchall()
+    )
+
+
+def test_a_null_row_is_null_in_every_field(fast) -> None:
+    rows = fast.execute(
+        "SELECT m IS NULL, m.K IS NULL, m.pos IS NULL, m.n IS NULL, m.cut IS NULL FROM ("
+        "SELECT duckrank_match('ndcg', rec, [1, 2], 5) AS m FROM (VALUES ([2, 1]), (NULL)) v(rec))"
+    ).fetchall()
+    assert sorted(rows) == [(False,) * 5, (True,) * 5]
+
+
+def test_an_unhandled_pair_called_directly_names_the_function(fast) -> None:
+    with pytest.raises(duckdb.InvalidInputException, match="ndcg: these id types"):
+        fast.execute("SELECT duckrank_match('ndcg', ['a'], [1], 5)").fetchall()
+
+
+def test_long_lists_and_many_chunks(fast, sql_only) -> None:
+    """Rows longer than any hash-table size seen before in the same chunk, and more rows than
+    one DuckDB vector, with NULL rows between them."""
+    query = (
+        "SELECT sum(ndcg(rec, truth, k)), sum(average_precision(rec, truth, k)), "
+        "count(auc(rec, truth, k)) FROM ("
+        "SELECT CASE WHEN i % 97 = 0 THEN NULL ELSE "
+        "  list_transform(range((i * 7919) % 3000), lambda x: (x * 31 + i) % 4000) END rec, "
+        "  list_transform(range((i * 104729) % 2500), lambda x: (x * 17 + i) % 5000) truth, "
+        "  1 + i % 2500 k FROM range(1200) t(i))"
+    )
+    got, want = fast.execute(query).fetchall()[0], sql_only.execute(query).fetchall()[0]
+    assert got[2] == want[2]
+    assert all(math.isclose(g, w, rel_tol=1e-12) for g, w in zip(got[:2], want[:2], strict=True))
+
+
+def test_a_connection_without_unsigned_extensions_uses_the_sql_form() -> None:
+    con = duckrank.register(duckdb.connect())
+    assert not native.is_loaded(con)
+    assert con.execute("SELECT ndcg([1, 2, 3], [3])").fetchall() == [(0.5,)]
+
+
+def test_a_file_database_stores_the_sql_form(tmp_path) -> None:
+    """The stored macros work in a DuckDB without duckrank; the registering connection shadows
+    them with TEMP macros that use the native step."""
+    path = str(tmp_path / "eval.duckdb")
+    con = duckrank.connect(path)
+    temp = con.execute(
+        "SELECT macro_definition FROM duckdb_functions() WHERE function_name = 'ndcg' "
+        "AND database_name = 'temp'"
+    ).fetchall()
+    assert temp and "duckrank_match" in temp[0][0]
+    value = con.execute("SELECT ndcg([1, 2, 3], [3])").fetchall()
+    con.close()
+    plain = duckdb.connect(path)
+    assert plain.execute("SELECT ndcg([1, 2, 3], [3])").fetchall() == value == [(0.5,)]
+    plain.close()
+
+
+def test_a_build_duckdb_refuses_warns_and_falls_back(monkeypatch) -> None:
+    """A library DuckDB will not load (here: metadata naming another platform) must not stop
+    duckrank from working."""
+    real_footer = native._footer
+    monkeypatch.setattr(native, "_footer", lambda platform: real_footer("not_a_platform"))
+    with pytest.warns(RuntimeWarning, match="native matching step did not load"):
+        con = duckrank.connect()
+    assert not native.is_loaded(con)
+    assert con.execute("SELECT ndcg([1, 2, 3], [3])").fetchall() == [(0.5,)]
+
+
+
+MAP_GRADED = [m.name for m in METRICS if m.inputs == "grades" and m.truth_type]
+
+
+@pytest.mark.parametrize("rec_type", ["VARCHAR", "BIGINT", "INTEGER", "UBIGINT", "TINYINT"])
+def test_graded_metrics_over_map_truth_give_the_sql_values(fast, sql_only, rec_type: str) -> None:
+    """duckrank_grades (the grades of the top K from MAP truth) against the SQL form: ids
+    compared by their text (so integer ids find keys such as '-3' and '12'), repeated
+    recommendations, NULL items, items without a grade, zero grades, keys longer than 12 bytes."""
+    rng = random.Random(rec_type)
+    negative = rec_type in ("BIGINT", "INTEGER", "TINYINT")
+
+    def item(i: int) -> str:
+        if rec_type == "VARCHAR":
+            return f"'item {i}'" if i % 2 else f"'a long item name {i}'"
+        return str(-i if negative and i % 3 == 0 else i)
+
+    rows = []
+    for i in range(ROWS):
+        rec = "NULL" if rng.random() < 0.03 else "[" + ", ".join(
+            "NULL" if rng.random() < 0.05 else item(rng.randrange(25))
+            for _ in range(rng.choice([0, 1, 5, 12, rng.randrange(40)]))) + f"]::{rec_type}[]"
+        grades = {rng.randrange(25): rng.choice([0, 0.5, 1, 2, 3])
+                  for _ in range(rng.randrange(15))}
+        truth = "NULL" if rng.random() < 0.03 else "MAP {" + ", ".join(
+            f"'{item(j).strip(chr(39))}': {g}" for j, g in grades.items()
+        ) + "}::MAP(VARCHAR, DOUBLE)"
+        k = "NULL" if rng.random() < 0.03 else str(rng.choice([1, 3, 10, rng.randrange(1, 50)]))
+        rows.append(f"({i}, {rec}, {truth}, {k})")
+    _assert_same_values(fast, sql_only, MAP_GRADED, ", ".join(rows), "duckrank_grades")
+
+
+def test_grades_of_long_integer_ids_by_hand(fast) -> None:
+    """Ids whose text is longer than DuckDB's 12 inline bytes, and the smallest BIGINT. By hand:
+    the first three items have grades 4, 1 and 2; the repeat of the first is a miss (0)."""
+    got = fast.execute(
+        "SELECT duckrank_grades([1234567890123456, -9223372036854775808, 7, 1234567890123456], "
+        "MAP {'1234567890123456': 4.0, '-9223372036854775808': 1.0, '7': 2.0}, 10)"
+    ).fetchall()
+    assert got == [([4.0, 1.0, 2.0, 0.0],)]
