@@ -3,10 +3,27 @@
 * A run file has one line per retrieved document: ``qid Q0 docid rank score tag``.
 * A qrels file has one line per judgment: ``qid iteration docid grade``.
 
-Fields are separated by any run of spaces or tabs (as trec_eval reads them); blank lines are
-skipped; a line with the wrong number of fields, a rank or grade that is not an integer or a score
-that is not a number is an error that quotes the line. The macros are pure SQL (they are in
-sql/duckrank.sql too) and give the columns the rest of duckrank expects:
+The files are read as trec_eval 10 reads them:
+
+* fields are separated by any run of spaces, tabs, vertical tabs or form feeds (C's
+  ``isspace``); a line ends at LF or CRLF (a lone CR, which trec_eval reads as a space, also ends
+  a line in DuckDB's reader, which drops the character after it: such files are not supported);
+* blank lines and comment lines (first non-blank character ``#``) are skipped; a ``#`` anywhere
+  else is data (document ids may hold one);
+* a run line needs at least 6 fields and every field after the tag is ignored; a qrels line has
+  exactly 4 fields;
+* a negative grade is a judgment like any other (non-relevant, as grade 0 is).
+
+duckrank is stricter where trec_eval reads a bad value as a number without a word: a score that is
+not a decimal number (or ``inf``), a rank or grade that is not an integer, a line with too few
+fields (or a qrels line with more than 4) and a NUL byte anywhere (C strings end at one, so
+trec_eval cuts a field or the file) are errors naming the macro, the file and the line number, and
+quoting at most 100 characters of the line (lines up to 32 MiB; a longer one stops at DuckDB's own
+line-size error). trec_eval ignores the rank; duckrank checks it because it gives it as a column.
+
+The path names one file: the glob characters ``*``, ``?`` and ``[`` in it are read as themselves
+(``read_trec_run('run[1].txt')`` reads that file, never ``run1.txt``); to read several files, UNION
+ALL one call per file. The macros are pure SQL (they are in sql/duckrank.sql too) and give:
 
 * ``read_trec_run(path)``: ``query, q0, item, rank, score, tag`` (rank BIGINT, score DOUBLE).
 * ``read_trec_qrels(path)``: ``query, iteration, item, grade`` (grade BIGINT).
@@ -19,41 +36,81 @@ descending, which is also trec_eval's order). ``duckrank.files.trec`` reads the 
 
 from __future__ import annotations
 
-# One VARCHAR per line: chr(0) never occurs in a text file, so read_csv never splits a line, and
-# quote/escape are off so that quotes in ids are kept as they are.
+# C's isspace() in the "C" locale, what trec_eval splits fields on (RE2's \s has no \v).
+_SPACE = r"[ \t\n\v\f\r]+"
+
+# DuckDB's file readers take a path as a glob pattern; each of its glob characters becomes a
+# one-character class ('[' -> '[[]'), so the pattern matches the one file of that exact name.
+LITERAL_PATH = r"regexp_replace(path, '([*?\[])', '[\1]', 'g')"
+
+# One VARCHAR per line, numbered from 1. The delimiter is U+10FFFF, a noncharacter no text holds
+# (a NUL delimiter would cut a line at a NUL byte without a word, and any other delimiter would cut
+# a line that holds it); new_line = CRLF also ends lines at a lone LF; quote and escape are off so
+# that quotes in ids are kept as they are. max_line_size lifts DuckDB's 2 MiB limit (whose error
+# prints the whole line) to 32 MiB, so that a long line reaches the checks below, which quote 100
+# characters of it; buffer_size stays DuckDB's default 32 MiB (DuckDB 1.x makes it 16 times the
+# line limit unless set, which ran out of memory).
+_LINE_BYTES = 32 * 1024 * 1024
 _LINES = (
-    "read_csv(path, columns = {'line': 'VARCHAR'}, delim = chr(0), quote = '', escape = '', "
-    "header = false, auto_detect = false, new_line = '\\n', strict_mode = false)"
+    f"read_csv({LITERAL_PATH}, columns = {{'line': 'VARCHAR'}}, delim = chr(1114111), "
+    "quote = '', escape = '', header = false, auto_detect = false, new_line = '\\r\\n', "
+    f"strict_mode = false, max_line_size = {_LINE_BYTES}, buffer_size = {_LINE_BYTES}) "
+    "WITH ORDINALITY"
 )
-_FIELDS = r"string_split_regex(regexp_replace(line, '^\s+|\s+$', '', 'g'), '\s+')"
+_FIELDS = f"string_split_regex(regexp_replace(line, '^{_SPACE}|{_SPACE}$', '', 'g'), '{_SPACE}')"
+
+# The numbers C's strtod reads in decimal, as trec_eval reads a score, and infinity; not 'nan',
+# which has no order, nor DuckDB's own extensions ('1_000' would be 1000 in DuckDB and 1 in C).
+_NUMBER = r"[+-]?(([0-9]+[.]?[0-9]*|[.][0-9]+)(e[+-]?[0-9]+)?|inf|infinity)"
+_INTEGER = r"[+-]?[0-9]+"
+QUOTED_LENGTH = 100
 
 
-def _table_macro(fn: str, layout: str, columns: list[tuple[str, int, str]]) -> str:
-    """``columns``: (name, field number, type VARCHAR, BIGINT or DOUBLE). A bad line is an error
-    that names the macro and quotes the line."""
+def _quoted(text: str) -> str:
+    """SQL quoting ``text`` in an error message: at most 100 characters, NUL shown as \\0."""
+    cut = f"replace(left({text}, {QUOTED_LENGTH}), chr(0), '\\0')"
+    return (
+        f"'''' || {cut} || '''' || CASE WHEN length({text}) > {QUOTED_LENGTH} "
+        f"THEN '... (' || length({text}) || ' characters)' ELSE '' END"
+    )
+
+
+def _table_macro(fn: str, layout: str, columns: list[tuple[str, int, str]], extra: bool) -> str:
+    """``columns``: (name, field number, type VARCHAR, BIGINT or DOUBLE); ``extra``: whether fields
+    after the last column are allowed (and ignored). A bad line is an error that names the macro,
+    the file and the line number and quotes the line."""
 
     def fail(problem: str) -> str:
-        return f"error('{fn}: ' || {problem} || ' in line ''' || line || '''')"
+        return (
+            f"error('{fn}: file ' || '''' || path || '''' || ', line ' || line_number || ': ' "
+            f"|| {problem} || ' in ' || {_quoted('line')})"
+        )
 
     selected = []
     for name, field, sql_type in columns:
         value = f"f[{field}]"
         if sql_type != "VARCHAR":
-            kind = "an integer" if sql_type == "BIGINT" else "a number"
-            text = value
-            if sql_type == "BIGINT":  # a cast would round '0.5'
-                text = f"CASE WHEN regexp_full_match({value}, '[+-]?[0-9]+') THEN {value} END"
-            parsed = f"try_cast({text} AS {sql_type})"
-            problem = f"'{name} ''' || {value} || ''' is not {kind}'"
-            value = f"CASE WHEN {parsed} IS NULL THEN {fail(problem)} ELSE {parsed} END"
+            kind, pattern = ("an integer", _INTEGER) if sql_type == "BIGINT" else ("a number",
+                                                                                 _NUMBER)
+            parsed = (f"CASE WHEN regexp_full_match(lower({value}), '{pattern}') "
+                      f"THEN try_cast({value} AS {sql_type}) END")
+            problem = f"'{name} ' || {_quoted(value)} || ' is not {kind}'"
+            value = f"coalesce({parsed}, {fail(problem)})"
         selected.append(f"{value} AS {name}")
     count = len(columns)
-    wrong_count = fail(f"'expected {count} fields ({layout}), got ' || len(f)")
+    wrong_count = f"len(f) < {count}" if extra else f"len(f) <> {count}"
+    expected = f"at least {count}" if extra else str(count)
+    has_nul = fail("'a NUL byte (shown as \\0)'")
+    bad_count = fail(f"'expected {expected} fields ({layout}), got ' || len(f)")
     return (
         f"CREATE OR REPLACE MACRO {fn}(path) AS TABLE\n"
         f"SELECT {', '.join(selected)}\n"
-        f"FROM (SELECT line, {_FIELDS} AS f FROM {_LINES})\n"
-        f"WHERE f <> [''] AND (CASE WHEN len(f) <> {count} THEN {wrong_count} END) IS NULL"
+        f"FROM (SELECT line, ordinality AS line_number, {_FIELDS} AS f FROM {_LINES})\n"
+        "WHERE CASE\n"
+        f"  WHEN contains(line, chr(0)) THEN {has_nul}\n"
+        "  WHEN line IS NULL OR f = [''] OR starts_with(f[1], '#') THEN false\n"
+        f"  WHEN {wrong_count} THEN {bad_count}\n"
+        "  ELSE true END"
     )
 
 
@@ -73,6 +130,6 @@ QRELS_COLUMNS = [
 ]
 
 MACROS = (
-    _table_macro("read_trec_run", "qid Q0 docid rank score tag", RUN_COLUMNS),
-    _table_macro("read_trec_qrels", "qid iteration docid grade", QRELS_COLUMNS),
+    _table_macro("read_trec_run", "qid Q0 docid rank score tag", RUN_COLUMNS, extra=True),
+    _table_macro("read_trec_qrels", "qid iteration docid grade", QRELS_COLUMNS, extra=False),
 )
