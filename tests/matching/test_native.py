@@ -233,10 +233,13 @@ def test_a_build_duckdb_refuses_warns_and_falls_back(monkeypatch) -> None:
     duckrank from working."""
     real_footer = native._footer
     monkeypatch.setattr(native, "_footer", lambda platform: real_footer("not_a_platform"))
+    monkeypatch.setattr(native, "_warned", set())  # the warning is once per process
     with pytest.warns(RuntimeWarning, match="native matching step did not load"):
         con = duckrank.connect()
     assert not native.is_loaded(con)
     assert con.execute("SELECT ndcg([1, 2, 3], [3])").fetchall() == [(0.5,)]
+    active, reason = native.status()
+    assert not active and reason.startswith("DuckDB refused to load ")
 
 
 
@@ -279,3 +282,61 @@ def test_grades_of_long_integer_ids_by_hand(fast) -> None:
         "MAP {'1234567890123456': 4.0, '-9223372036854775808': 1.0, '7': 2.0}, 10)"
     ).fetchall()
     assert got == [([4.0, 1.0, 2.0, 0.0],)]
+
+
+# The native step's scratch against memory_limit. A truth list of n items gets a hash table of
+# the smallest power of two >= 2n slots (start_row in match.c) of 32 bytes each (slot_graded:
+# hash 8 + text 8 + stamp 4 + consumed 4 + grade 8).
+
+
+def test_a_row_over_memory_limit_fails_with_an_out_of_memory_error() -> None:
+    """By hand: 1,000,000 truth items need 2^21 = 2,097,152 slots x 32 bytes = 64.0 MiB;
+    memory_limit '64MB' is 64,000,000 bytes = 61.0 MiB. Before, the step allocated it anyway.
+    (Rows come from a table: DuckDB would fold the macros over constant lists at bind time.)"""
+    con = duckrank.connect(config={"memory_limit": "64MB"})
+    assert native.is_loaded(con)
+    con.execute("CREATE TABLE t AS SELECT n, range(10) AS rec, range(n) AS truth "
+                "FROM (VALUES (1000000), (500000)) v(n)")
+    with pytest.raises(
+        duckdb.InvalidInputException,
+        match=r"ndcg: Out of Memory Error: the native matching step could not allocate 64\.0 MiB "
+        r"for a row of 1000000 truth items \(0 bytes/61\.0 MiB used by it\): that would exceed "
+        r"memory_limit",
+    ):
+        con.execute("SELECT ndcg(rec, truth, 10) FROM t WHERE n = 1000000").fetchall()
+    # Half the items: 2^20 slots x 32 bytes = 32.0 MiB fit; every one of the 10 recs is a hit.
+    assert con.execute("SELECT ndcg(rec, truth, 10) FROM t WHERE n = 500000").fetchall() == [
+        (1.0,)
+    ]
+    con.close()
+
+
+def test_the_limit_a_query_passes_is_the_one_in_force() -> None:
+    """memory_limit SET after loading: the last argument, current_setting('memory_limit') as the
+    query sees it, is what counts (64MB = 61.0 MiB < 64.0 MiB, as above)."""
+    con = duckrank.connect()
+    con.execute("SET memory_limit = '64MB'")
+    con.execute("CREATE TABLE t AS SELECT range(10) AS rec, range(1000000) AS truth")
+    with pytest.raises(duckdb.InvalidInputException, match=r"\(0 bytes/61\.0 MiB used by it\)"):
+        con.execute(
+            "SELECT duckrank_match('ndcg', rec, truth, 10, current_setting('memory_limit')) FROM t"
+        ).fetchall()
+    con.close()
+
+
+def test_grades_over_a_limit_and_a_limit_that_is_not_a_size(fast) -> None:
+    """By hand: 20,000 keys need 2^16 = 65,536 slots x 32 bytes = 2.0 MiB, over 1 MiB."""
+    query = (
+        "SELECT duckrank_grades([1, 2], map_from_entries(list_transform(range(20000), "
+        "lambda x: {{'k': x::VARCHAR, 'v': 1.0}})), 10, '{}')"
+    )
+    with pytest.raises(
+        duckdb.InvalidInputException,
+        match=r"duckrank_grades: Out of Memory Error: the native matching step could not "
+        r"allocate 2\.0 MiB for a row of 20000 truth items \(0 bytes/1\.0 MiB used by it\)",
+    ):
+        fast.execute(query.format("1 MiB")).fetchall()
+    assert fast.execute(query.format("2.5 MiB")).fetchall() == [([1.0, 1.0],)]
+    with pytest.raises(duckdb.InvalidInputException,
+                       match=r"duckrank_grades: memory_limit '2,5 MiB' is not a size"):
+        fast.execute(query.format("2,5 MiB")).fetchall()

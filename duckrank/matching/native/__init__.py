@@ -1,27 +1,42 @@
 """duckrank's native matching step, a DuckDB extension built from ``match.c`` at install time.
 
-It adds one function, ``duckrank_match(function, rec, truth, k)``, which returns what
-``duckrank.matching.matched_sql`` computes; ndcg over 1,000,000 users is 2.5x to 3x faster with
-it (benchmarks/RESULTS.md). The metric
-macros call it for the id types it handles when it is loaded (``duckrank.render.macros``) and use
-the SQL form otherwise, so every number is the same with or without it.
+It adds ``duckrank_match(function, rec, truth, k)``, which returns what
+``duckrank.matching.matched_sql`` computes, and ``duckrank_grades(rec, truth, k)``; both take
+``current_setting('memory_limit')`` as an optional last argument, the bound of their scratch
+memory (match.c says how). ndcg over 1,000,000 users is 2.5x to 3x faster with them
+(benchmarks/RESULTS.md). The metric
+macros call them for the id types they handle when loaded (``duckrank.render.macros``) and use
+the SQL form otherwise, so every number is the same with or without them.
 
 DuckDB loads only signed extensions unless the database was opened with
 ``allow_unsigned_extensions``: ``duckrank.connect`` opens it so (``native=False`` keeps DuckDB's
 default); for a connection opened elsewhere, ``load`` reports whether it could load the step.
+``status`` says which matching step is active and why.
+
 The compiled library is a plain shared object; DuckDB also wants a metadata footer naming its
-platform and the C API version, so ``load`` writes a copy with that footer to a cache directory
-(``$XDG_CACHE_HOME/duckrank`` or ``~/.cache/duckrank``, else a fresh temporary directory).
+platform and the C API version, so ``load`` writes a copy with that footer to the user's cache
+(``$XDG_CACHE_HOME/duckrank/<content digest>/`` or ``~/.cache/duckrank/<digest>/``) and loads it
+from there. DuckDB runs whatever that file holds, so it is loaded only from a directory no other
+user can write, checked from ``/`` down (another user able to rename files there could swap in
+their own library between the check and the load), and only when the file is this user's and
+holds this build. One file per build, at one path, also lets the dynamic loader map it once per
+process however many databases load it (a fresh copy per load would add memory mappings on every
+``connect`` until the process runs out of them). When the cache cannot be trusted or written,
+``load`` warns once per process and the SQL matching step is used; nothing is left behind.
+docs/reliability.md ("The native matching step") has the rules, and what each case does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.machinery
 import os
+import stat
 import tempfile
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 
@@ -31,6 +46,46 @@ FUNCTION_NAME = "duckrank_match"
 # The C API version match.c is written against (DUCKDB_EXTENSION_API_VERSION_* there).
 C_API_VERSION = "v1.2.0"
 _LIBRARY_STEM = "_match"
+_EXTENSION_FILE = f"{EXTENSION_NAME}.duckdb_extension"
+
+NOT_BUILT = (
+    "the library was not built (no C compiler when duckrank was installed); reinstall duckrank "
+    "where a C compiler (gcc or clang) is available to get it"
+)
+NOT_ALLOWED = (
+    "this database does not allow unsigned extensions (open it with duckrank.connect(), or with "
+    "config={'allow_unsigned_extensions': 'true'})"
+)
+NOT_REGISTERED = (
+    "not loaded in this connection's database: it was registered with native=False or not by "
+    "duckrank (duckrank.register(con) loads it)"
+)
+
+
+class Status(NamedTuple):
+    """Which matching step a database uses (``active``: the native one) and why."""
+
+    active: bool
+    reason: str
+
+
+class _Unavailable(Exception):
+    """Why the native step cannot be loaded. ``kind`` names the warning ``load`` gives once per
+    process ("" for none: a database opened without unsigned extensions is the user's choice)."""
+
+    def __init__(self, kind: str, reason: str) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+
+
+class _Untrusted(Exception):
+    """A cache directory or file that another user could write."""
+
+
+# The warning kinds already given in this process, and the file this process last loaded.
+_warned: set[str] = set()
+_loaded_from: Path | None = None
 
 
 def library_path() -> Path | None:
@@ -53,30 +108,106 @@ def _footer(platform: str) -> bytes:
     return section + packed + b"\0" * 256
 
 
-def _cache_directory() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    directory = Path(base) / "duckrank"
+def _cache_base() -> Path:
+    """$XDG_CACHE_HOME, or ~/.cache; a relative $XDG_CACHE_HOME is ignored, as the XDG base
+    directory specification says."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(base):
+        return Path(base)
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        if os.access(directory, os.W_OK):
-            return directory
+        home = Path.home()
+    except RuntimeError as error:
+        raise _Untrusted(f"no home directory ({error})") from error
+    if not home.is_absolute():
+        raise _Untrusted(f"the home directory {str(home)!r} is not an absolute path")
+    return home / ".cache"
+
+
+def _private_directory(base: Path, below: tuple[str, ...], uid: int) -> Path:
+    """``base`` (a resolved path) and ``below`` under it, each created where missing with mode
+    0o700. Raises _Untrusted unless no other user can rename, replace or write into any of them:
+    every directory from / to ``base`` belongs to this user or root and no one else can write it,
+    unless it is sticky (as /tmp is: there only an entry's owner can rename it, and the next
+    step must be this user's or root's); the directories below ``base`` are this user's own,
+    writable by no one else, and not symlinks."""
+    steps = [Path(base.anchor)]
+    for part in base.parts[1:]:
+        steps.append(steps[-1] / part)
+    last_ancestor = len(steps) - 1
+    for part in below:
+        steps.append(steps[-1] / part)
+    for index, step in enumerate(steps):
+        try:
+            info = os.lstat(step)
+        except FileNotFoundError:
+            os.mkdir(step, 0o700)
+            info = os.lstat(step)
+        mode = info.st_mode
+        if not stat.S_ISDIR(mode):
+            raise _Untrusted(f"{step} is not a directory (a symlink or a file)")
+        owners = (uid, 0) if index <= last_ancestor else (uid,)
+        if info.st_uid not in owners:
+            raise _Untrusted(f"{step} belongs to another user (uid {info.st_uid})")
+        if mode & 0o022 and not (mode & stat.S_ISVTX and index <= last_ancestor):
+            raise _Untrusted(
+                f"{step} can be written by other users (mode {stat.S_IMODE(mode):#o})"
+            )
+    return steps[-1]
+
+
+def _holds(path: Path, content: bytes, uid: int) -> bool:
+    """Whether ``path`` is a regular file of this user's that no one else can write, holding
+    ``content``. Opened without following a symlink, and without waiting on a FIFO."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
-        pass
-    return Path(tempfile.mkdtemp(prefix="duckrank-"))
+        return False
+    try:
+        info = os.fstat(descriptor)
+        if not (stat.S_ISREG(info.st_mode) and info.st_uid == uid and not info.st_mode & 0o022
+                and info.st_size == len(content)):
+            return False
+        with open(descriptor, "rb", closefd=False) as file:
+            return file.read() == content
+    finally:
+        os.close(descriptor)
+
+
+def _write(path: Path, content: bytes) -> None:
+    """Put ``content`` at ``path`` atomically (a partial file never shows there), replacing what
+    was there, and leave no partial file behind on any failure."""
+    descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".partial")
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(content)
+        os.replace(partial, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
 
 
 def _extension_file(library: Path, platform: str) -> Path:
-    """The library with its footer, at a path named by its content (written once, atomically)."""
-    content = library.read_bytes() + _footer(platform)
-    digest = hashlib.sha256(content).hexdigest()[:16]
-    target = _cache_directory() / digest / f"{EXTENSION_NAME}.duckdb_extension"
-    if target.is_file() and target.read_bytes() == content:
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, partial = tempfile.mkstemp(dir=target.parent, suffix=".partial")
-    with os.fdopen(descriptor, "wb") as out:
-        out.write(content)
-    os.replace(partial, target)
+    """The library with its footer, in a private directory named by its content, written there
+    when missing or wrong; raises _Unavailable when the cache cannot be trusted or written."""
+    if not hasattr(os, "geteuid"):
+        raise _Unavailable("cache", "file ownership cannot be checked on this platform")
+    uid = os.geteuid()
+    try:
+        content = library.read_bytes() + _footer(platform)
+        digest = hashlib.sha256(content).hexdigest()[:16]
+        base = Path(os.path.realpath(_cache_base()))
+        target = _private_directory(base, ("duckrank", digest), uid) / _EXTENSION_FILE
+        # The directory is this user's alone, so what is checked here is what DuckDB loads.
+        if not _holds(target, content, uid):
+            _write(target, content)
+            if not _holds(target, content, uid):
+                raise _Untrusted(f"{target} does not hold what was just written there")
+    except (OSError, _Untrusted) as problem:
+        raise _Unavailable(
+            "cache",
+            f"the extension cache cannot be used ({problem}); point XDG_CACHE_HOME at a "
+            "directory only you can write (mode 700)",
+        ) from problem
     return target
 
 
@@ -87,26 +218,62 @@ def is_loaded(con: duckdb.DuckDBPyConnection) -> bool:
     ).fetchall() != [(0,)]
 
 
-def load(con: duckdb.DuckDBPyConnection) -> bool:
-    """Load the native step into ``con``'s database; False when it cannot be: the library was not
-    built, the database does not allow unsigned extensions, or DuckDB refused it (a warning
-    says why)."""
-    if is_loaded(con):
-        return True
+def _prepare(con: duckdb.DuckDBPyConnection) -> Path:
+    """The file to load into ``con``'s database; raises _Unavailable saying why there is none."""
     library = library_path()
+    if library is None:
+        raise _Unavailable("not built", NOT_BUILT)
     allowed = con.execute("SELECT current_setting('allow_unsigned_extensions')").fetchall()
-    if library is None or allowed != [(True,)]:
-        return False
-    platform = con.execute("PRAGMA platform").fetchall()[0][0]
-    path = str(_extension_file(library, platform)).replace("'", "''")
+    if allowed != [(True,)]:
+        raise _Unavailable("", NOT_ALLOWED)
+    return _extension_file(library, con.execute("PRAGMA platform").fetchall()[0][0])
+
+
+def _load_file(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     try:
-        con.execute(f"LOAD '{path}'")
+        con.execute("LOAD '{}'".format(str(path).replace("'", "''")))
     except duckdb.Error as error:
         # A DuckDB that refuses the build (another C API, a platform it does not know) still
         # gets every function, through the SQL matching step.
-        warnings.warn(
-            f"duckrank: the native matching step did not load, using the SQL one: {error}",
-            RuntimeWarning, stacklevel=3,
-        )
+        raise _Unavailable("refused", f"DuckDB refused to load {path}: {error}") from error
+    global _loaded_from
+    _loaded_from = path
+
+
+def load(con: duckdb.DuckDBPyConnection) -> bool:
+    """Load the native step into ``con``'s database; False when it cannot be: the library was not
+    built, the database does not allow unsigned extensions, the cache cannot be trusted or
+    written, or DuckDB refused the build. Each of these but the second gives a RuntimeWarning,
+    once per process; ``status`` says which applies."""
+    if is_loaded(con):
+        return True
+    try:
+        _load_file(con, _prepare(con))
+    except _Unavailable as problem:
+        if problem.kind and problem.kind not in _warned:
+            _warned.add(problem.kind)
+            warnings.warn(
+                "duckrank: the native matching step did not load, using the SQL matching step "
+                f"(same numbers, slower): {problem.reason}",
+                RuntimeWarning, stacklevel=3,
+            )
         return False
     return True
+
+
+def status(con: duckdb.DuckDBPyConnection | None = None) -> Status:
+    """Which matching step ``con``'s database uses, and why; without ``con``, the one that
+    ``duckrank.connect()`` gets, found by loading the step into a scratch in-memory database.
+    Gives no warning."""
+    if con is not None and is_loaded(con):
+        where = _loaded_from or "a LOAD outside duckrank"
+        return Status(True, f"loaded from {where}")
+    probe = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    try:
+        path = _prepare(con if con is not None else probe)
+        _load_file(probe, path)
+    except _Unavailable as problem:
+        return Status(False, problem.reason)
+    finally:
+        probe.close()
+    return Status(True, f"loaded from {path}") if con is None else Status(False, NOT_REGISTERED)
