@@ -5,18 +5,14 @@ matching step is compared with the SQL form in test_native.py).
 The comparison is generic over the metric records: every record whose macro the file creates and
 whose truth can be generated here (a LIST of item ids, or a MAP item -> grade) is checked on
 random rows; records of other input kinds (preferences, Hivemall's grade lists) are left to their
-own tests.
+own tests. The file in the real DuckDB shell, in each supported DuckDB line, is
+test_duckdb_shell.py's.
 """
 
 from __future__ import annotations
 
-import csv
-import importlib.util
-import io
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -133,41 +129,3 @@ def test_file_reads_trec_files(tmp_path: Path) -> None:
     run.write_text("q1 Q0 d1 1 2.0 s\nq1 Q0 d2 2 1.0 s\n")
     rows = _plain().execute("SELECT * FROM read_trec_run($1)", [str(run)]).fetchall()
     assert rows == [("q1", "Q0", "d1", 1, 2.0, "s"), ("q1", "Q0", "d2", 2, 1.0, "s")]
-
-
-@pytest.mark.skipif(importlib.util.find_spec("duckdb_cli") is None,
-                    reason="the duckdb command line (PyPI duckdb-cli) is not installed")
-def test_duckdb_command_line_reads_the_file(tmp_path: Path) -> None:
-    """`.read sql/duckrank.sql` in the duckdb shell (no Python in the process), then the same
-    queries as through duckrank.register."""
-    cases = _cases(seed=12, rows=60)
-    rows = [
-        (i, "[" + ", ".join("NULL" if x is None else f"'{x}'" for x in rec) + "]",
-         "[" + ", ".join(f"'{x}'" for x in truth) + "]", k)
-        for i, rec, truth, k in zip(*(cases[c].to_pylist() for c in ("i", "rec", "truth", "k")),
-                                    strict=True)
-        if rec is not None and truth is not None and k is not None
-    ]
-    values = ", ".join(f"({i}, {rec}::VARCHAR[], {truth}::VARCHAR[], {k})"
-                       for i, rec, truth, k in rows)
-    functions = ["precision_at", "recall_at", "average_precision", "mrr", "hitrate", "auc", "ndcg"]
-    ordered = "(SELECT to_ordered_list(r, r, '-reverse') FROM unnest(rec) u(r))::VARCHAR"
-    query = (
-        f"SELECT i, {', '.join(f'{f}(rec, truth, k)' for f in functions)}, {ordered} "
-        f"FROM (VALUES {values}) cases(i, rec, truth, k) ORDER BY i"
-    )
-    shell = subprocess.run(
-        [sys.executable, "-m", "duckdb_cli", "-csv", "-c", f".read {SQL_FILE}", "-c", query],
-        capture_output=True, text=True, timeout=120, check=True,
-    )
-    got = list(csv.reader(io.StringIO(shell.stdout)))[1:]
-    expected = duckrank.connect().execute(query).fetchall()
-    assert len(got) == len(expected) == len(rows)
-    for shell_row, row in zip(got, expected, strict=True):
-        for text, value in zip(shell_row[1:], row[1:], strict=True):
-            if value is None:
-                assert text in ("", "NULL")
-            elif isinstance(value, str):  # the ordered list, printed as text
-                assert text.replace("'", "") == value.replace("'", "")
-            else:
-                assert float(text) == pytest.approx(float(value), abs=1e-12)

@@ -1,0 +1,365 @@
+"""sql/duckrank.sql and duckrank's database files in the real DuckDB shell (no Python in its
+process), in each DuckDB line duckrank supports (docs/integrations.md, "DuckDB without Python").
+
+Every function of the file runs in the shell on stored inputs, and its values are compared with
+those of the same query through ``duckrank.connect()`` (the expected values: the registered
+functions, whose numbers the metric tests check against hand calculations and peer tools):
+every metric record whose macro the file creates, with and without k and with non-default
+option values; the ordered-list aggregates with their options; the TREC table macros. The same
+is done on a database file written by ``duckrank.connect(path)`` in the storage format older
+lines read, which the shell opens without ``.read``, and on a file the shell wrote, which DuckDB
+2.0 opens.
+
+The test extra installs one shell (PyPI's duckdb-cli, pinned to the oldest supported line). A
+shell of another line is tested when its executable is named in DUCKRANK_TEST_DUCKDB_SHELLS
+(paths separated by os.pathsep), e.g. ``duckdb`` from ``pip download duckdb-cli==1.5.6``
+unpacked in /tmp; lines without a shell are skipped, with the reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import re
+import shutil
+import subprocess
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import duckrank
+from duckrank.metrics import METRICS
+from duckrank.metrics.record import Metric
+from duckrank.render.macros import SQL_FILE
+
+SUPPORTED_LINES = ("1.4", "1.5", "2.0")  # as docs/integrations.md states them
+OLDEST_STORAGE = "v1.4.0"  # the storage_compatibility_version every supported line reads
+SHELLS_VARIABLE = "DUCKRANK_TEST_DUCKDB_SHELLS"
+
+
+# --- the shells ----------------------------------------------------------------------------------
+
+def _installed_shell() -> str | None:
+    """The ``duckdb`` the test extra installs next to this Python."""
+    return shutil.which("duckdb", path=sysconfig.get_path("scripts"))
+
+
+@functools.cache
+def _line(shell: str) -> str:
+    version = subprocess.run([shell, "--version"], capture_output=True, text=True, timeout=60,
+                             check=True).stdout
+    match = re.match(r"v(\d+\.\d+)\.", version)
+    assert match, f"{shell} --version printed {version!r}"
+    return match.group(1)
+
+
+@functools.cache
+def _shells() -> dict[str, str]:
+    """DuckDB line ('1.4') -> a shell of that line."""
+    named = [p for p in os.environ.get(SHELLS_VARIABLE, "").split(os.pathsep) if p]
+    found: dict[str, str] = {}
+    for shell in filter(None, [*named, _installed_shell()]):  # a named shell first
+        found.setdefault(_line(shell), shell)
+    return found
+
+
+@pytest.fixture(params=SUPPORTED_LINES)
+def shell(request: pytest.FixtureRequest) -> str:
+    line = request.param
+    if line not in _shells():
+        pytest.skip(f"no DuckDB {line} shell: the test extra installs the oldest supported line; "
+                    f"name a `duckdb` of {line} in {SHELLS_VARIABLE} to test it")
+    return _shells()[line]
+
+
+def test_the_test_extra_installs_a_supported_shell() -> None:
+    """CI runs at least one real shell: the one pyproject.toml's test extra installs."""
+    installed = _installed_shell()
+    assert installed, "no duckdb shell next to this Python: pip install -e '.[test]'"
+    assert _line(installed) in SUPPORTED_LINES
+
+
+def _run(shell: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([shell, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def _succeed(shell: str, *args: str, cwd: Path) -> None:
+    result = _run(shell, *args, cwd=cwd)
+    assert result.returncode == 0, f"{shell} failed:\n{result.stderr[-3000:]}"
+
+
+# --- inputs --------------------------------------------------------------------------------------
+
+def _cases(seed: int = 21, rows: int = 300) -> pa.Table:
+    """Random rows over a small id space (many hits), with duplicates and NULLs in rec, empty
+    and NULL lists, k from 1 to beyond the list or NULL, grades 0 to 3 in halves; and three rows
+    with 5,000 relevant items, so that every branch of the SQL matching step runs."""
+    rng = np.random.default_rng(seed)
+    recs, truths, ks = [], [], []
+    for _ in range(rows):
+        rec = [int(x) for x in rng.integers(0, 15, rng.integers(0, 14))]
+        if rec and rng.random() < 0.1:
+            rec[rng.integers(len(rec))] = None
+        recs.append(None if rng.random() < 0.03 else rec)
+        truth = sorted({int(x) for x in rng.integers(0, 15, rng.integers(0, 8))})
+        truths.append(None if rng.random() < 0.03 else truth)
+        ks.append(None if rng.random() < 0.05 else int(rng.integers(1, 16)))
+    for _ in range(3):
+        recs.append([int(x) for x in rng.integers(0, 10_000, 10)])
+        truths.append(sorted(int(x) for x in rng.choice(10_000, 5_000, replace=False)))
+        ks.append(int(rng.integers(1, 12)))
+    grades = [None if t is None else {x: float(rng.integers(0, 7)) / 2 for x in t} for t in truths]
+
+    def text(ids: list | None) -> list | None:
+        return None if ids is None else [None if x is None else f"d{x}" for x in ids]
+
+    return pa.table({
+        "i": pa.array(range(len(recs)), pa.int64()),
+        "rec": pa.array([text(r) for r in recs], pa.list_(pa.string())),
+        "truth": pa.array([text(t) for t in truths], pa.list_(pa.string())),
+        "irec": pa.array(recs, pa.list_(pa.int64())),
+        "itruth": pa.array(truths, pa.list_(pa.int64())),
+        "grades": pa.array([None if g is None else [(f"d{x}", v) for x, v in g.items()]
+                            for g in grades], pa.map_(pa.string(), pa.float64())),
+        # Hivemall's graded form: rec carries each item's true grade, truth the grades alone.
+        "rec_grades": pa.array(
+            [None if r is None or g is None else
+             [{"grade": g.get(x, 0.0), "item": x} for x in r]
+             for r, g in zip(recs, grades, strict=True)],
+            pa.list_(pa.struct([("grade", pa.float64()), ("item", pa.int64())]))),
+        "truth_grades": pa.array([None if g is None else list(g.values()) for g in grades],
+                                 pa.list_(pa.float64())),
+        "k": pa.array(ks, pa.int64()),
+    })
+
+
+def _pairs(seed: int = 22) -> pa.Table:
+    """Long-format rows for the ordered-list aggregates: few distinct keys (many ties), NULL
+    values and keys."""
+    rng = np.random.default_rng(seed)
+    size = 600
+    value = rng.integers(0, 40, size).astype(object)
+    value[rng.random(size) < 0.05] = None
+    key = rng.integers(0, 6, size).astype(np.float64).astype(object)
+    key[rng.random(size) < 0.05] = None
+    return pa.table({
+        "g": pa.array(rng.integers(0, 25, size), pa.int64()),
+        "v": pa.array(value, pa.int64()),
+        "key": pa.array(key, pa.float64()),
+        "s": pa.array([None if v is None else f"s{v}" for v in value], pa.string()),
+    })
+
+
+RUN = "q1 Q0 d1 1 2.5 tagA\nq1\tQ0\td2\t2\t-1e-3\ttagA\n  q2 Q0 d9 1 7 tagA  \nq10 Q0 d1 3 0.0 b\n"
+QRELS = "q1 0 d1 1\nq1 0 d2 0\nq2\t0\td9\t2\nq10 0 d4 3\n"
+
+
+# --- the calls -----------------------------------------------------------------------------------
+
+def _file_functions() -> set[str]:
+    names = re.findall(r"^CREATE OR REPLACE MACRO (\w+)", SQL_FILE.read_text(), flags=re.M)
+    return {n for n in names if not n.startswith("duckrank_")}
+
+
+def _arguments(metric: Metric) -> list[tuple[str, str]]:
+    """(rec, truth) columns of ``_cases`` for a metric record."""
+    if metric.inputs == "grade_lists":
+        return [("rec_grades", "truth_grades")]
+    if metric.truth_type.upper().startswith("MAP"):
+        return [("rec", "grades")]
+    if metric.inputs in ("hits", "grades"):
+        return [("rec", "truth"), ("irec", "itruth")]
+    return []
+
+
+def _option_values(metric: Metric) -> list[dict]:
+    """The defaults; each other choice alone; every option away from its default at once."""
+    variants: list[dict] = [{}]
+    variants += [{o.name: c} for o in metric.options for c in o.choices if c != o.default]
+    if metric.options:
+        variants.append({o.name: o.choices[-1] if o.choices else o.default + 1.5
+                         for o in metric.options})
+    return variants
+
+
+def _sql_value(value: object) -> str:
+    return f"'{value}'" if isinstance(value, str) else repr(value)
+
+
+def _metric_calls() -> Iterator[tuple[str, str]]:
+    """(function name, call) for every record of the file's metrics: with and without k, on
+    VARCHAR and BIGINT ids; each non-default option value with k on VARCHAR ids (no more calls
+    than that: binding a hundred metric macros costs DuckDB seconds)."""
+    in_file = _file_functions()
+    for metric in METRICS:
+        arguments = _arguments(metric)
+        if metric.name not in in_file or not arguments:
+            continue
+        for rec, truth in arguments:
+            for k in (", k", ""):
+                yield metric.name, f"{metric.name}({rec}, {truth}{k})"
+        rec, truth = arguments[0]
+        for options in _option_values(metric)[1:]:
+            named = "".join(f", {n} := {_sql_value(v)}" for n, v in options.items())
+            yield metric.name, f"{metric.name}({rec}, {truth}, k{named})"
+
+
+ORDERED_OPTIONS = ("", "-reverse", "-k 3", "-k -2", "-reverse -dedup", "-dedup -k 2 -reverse")
+ORDERED_CALLS = (
+    "to_ordered_list(v)", "to_ordered_list(s)", "to_ordered_list(v, key)",
+    "to_ordered_list(s, key)", "to_ordered_list(v, '-reverse')", "to_ordered_list(v, '-k 2')",
+    *(f"to_ordered_list(v, key, '{o}')" for o in ORDERED_OPTIONS),
+    "map_entries(to_ordered_kv_map(v, key))", "map_entries(to_ordered_vk_map(s, key))",
+    *(f"map_entries(to_ordered_{kind}_map(v, key, '{o}'))"
+      for kind in ("kv", "vk") for o in ORDERED_OPTIONS),
+)
+GROUPS = ("metrics", "ordered_lists", "read_trec_run", "read_trec_qrels")
+
+
+class Inputs:
+    """The stored inputs (one folder for the module), a query per group of functions over them,
+    and each query's values through ``duckrank.connect()``, computed once."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        pq.write_table(_cases(), folder / "cases.parquet")
+        pq.write_table(_pairs(), folder / "pairs.parquet")
+        (folder / "a.run").write_text(RUN)
+        (folder / "a.qrels").write_text(QRELS)
+        self.loads = [f"CREATE TABLE {t} AS SELECT * FROM read_parquet('{folder / t}.parquet')"
+                      for t in ("cases", "pairs")]
+        metrics = ", ".join(f"{call} AS c{n}" for n, (_, call) in enumerate(_metric_calls()))
+        ordered = ", ".join(f"{call} AS c{n}" for n, call in enumerate(ORDERED_CALLS))
+        self.queries = {
+            "metrics": f"SELECT i, {metrics} FROM cases ORDER BY i",
+            "ordered_lists": f"SELECT g, {ordered} FROM pairs GROUP BY g ORDER BY g",
+            "read_trec_run": f"SELECT * FROM read_trec_run('{folder / 'a.run'}') ORDER BY ALL",
+            "read_trec_qrels":
+                f"SELECT * FROM read_trec_qrels('{folder / 'a.qrels'}') ORDER BY ALL",
+        }
+        self.con = duckrank.connect()
+        for statement in self.loads:
+            self.con.execute(statement)
+        self._expected: dict[str, tuple[list[str], list[tuple]]] = {}
+
+    def copy(self, group: str, out: Path) -> tuple[str, str]:
+        """Shell arguments that write the group's query to a Parquet file in ``out``."""
+        return "-c", f"COPY ({self.queries[group]}) TO '{out / group}.parquet' (FORMAT parquet)"
+
+    def check(self, group: str, out: Path) -> None:
+        """The shell's values (the Parquet file) against duckrank's, to 1e-12."""
+        if group not in self._expected:
+            result = self.con.execute(self.queries[group])
+            self._expected[group] = [d[0] for d in result.description], result.fetchall()
+        columns, expected = self._expected[group]
+        got = duckdb.sql(f"SELECT * FROM read_parquet('{out / group}.parquet')").fetchall()
+        assert len(got) == len(expected) > 0, group
+        for row_got, row_expected in zip(got, expected, strict=True):
+            for column, a, e in zip(columns, row_got, row_expected, strict=True):
+                assert _same(a, e), (group, column, row_expected[0], a, e)
+
+
+def _same(got: object, expected: object) -> bool:
+    if isinstance(expected, float) and isinstance(got, float):
+        if math.isnan(expected):
+            return math.isnan(got)
+        return got == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    return got == expected
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inputs]:
+    made = Inputs(tmp_path_factory.mktemp("shell_inputs"))
+    yield made
+    made.con.close()
+
+
+@pytest.fixture(scope="module")
+def stored(inputs: Inputs) -> Path:
+    """A database file written by ``duckrank.connect(path, config=...)`` in the storage format
+    every supported line reads, with the input tables."""
+    database = inputs.folder / "eval.duckdb"
+    con = duckrank.connect(str(database),
+                           config={"storage_compatibility_version": OLDEST_STORAGE})
+    for statement in inputs.loads:
+        con.execute(statement)
+    con.close()
+    return database
+
+
+# --- the tests -----------------------------------------------------------------------------------
+
+def test_every_function_of_the_file_is_called_here() -> None:
+    called = {name for name, _ in _metric_calls()}
+    called |= {re.match(r"(?:map_entries\()?(\w+)\(", c).group(1) for c in ORDERED_CALLS}
+    called |= {"read_trec_run", "read_trec_qrels"}
+    assert called == _file_functions()
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_the_file_in_the_shell(shell: str, group: str, inputs: Inputs, tmp_path: Path) -> None:
+    """`.read sql/duckrank.sql` in the shell, then the group's functions as through duckrank."""
+    loads = [arg for statement in inputs.loads for arg in ("-c", statement)]
+    _succeed(shell, "-c", f".read {SQL_FILE}", *loads, *inputs.copy(group, tmp_path),
+             cwd=tmp_path)
+    inputs.check(group, tmp_path)
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_a_stored_file_in_the_shell(shell: str, group: str, inputs: Inputs, stored: Path,
+                                    tmp_path: Path) -> None:
+    """The shell opens a file from ``duckrank.connect(path, config=...)`` read-only, without
+    ``.read``: the functions stored in it give duckrank's values."""
+    _succeed(shell, "-readonly", str(stored), *inputs.copy(group, tmp_path), cwd=tmp_path)
+    inputs.check(group, tmp_path)
+
+
+def test_a_file_the_shell_wrote_in_duckdb_2(shell: str, inputs: Inputs, tmp_path: Path) -> None:
+    """The shell writes the file's functions into a database file as docs/integrations.md says
+    (1.4 and 1.5 store typed macro parameters only from storage version v1.4.0, and create
+    v1.0.0 files); plain DuckDB 2.0 (the Python package, no duckrank) opens it read-only and its
+    functions give duckrank's values."""
+    database = tmp_path / "shell.duckdb"
+    attach = f"ATTACH '{database}' AS eval (STORAGE_VERSION '{OLDEST_STORAGE}'); USE eval"
+    loads = [arg for statement in inputs.loads for arg in ("-c", statement)]
+    _succeed(shell, "-c", attach, "-c", f".read {SQL_FILE}", *loads, cwd=tmp_path)
+    with duckdb.connect(str(database), read_only=True) as con:
+        con.execute(f"COPY ({inputs.queries['metrics']}) TO '{tmp_path}/metrics.parquet'")
+    inputs.check("metrics", tmp_path)
+
+
+def test_a_default_file_opens_from_duckdb_2(shell: str, tmp_path: Path) -> None:
+    """What docs/integrations.md says of ``duckrank.connect(path)`` without a storage option:
+    the file has DuckDB 2.0's storage format, which a 1.x shell refuses."""
+    database = tmp_path / "eval.duckdb"
+    duckrank.connect(str(database)).close()
+    result = _run(shell, "-readonly", str(database), "-c", "SELECT ndcg([1], [1])", cwd=tmp_path)
+    if int(_line(shell).split(".")[0]) >= 2:
+        assert result.returncode == 0, result.stderr
+    else:
+        assert result.returncode != 0
+        assert "newer version of DuckDB" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("call", [
+    "ndcg(['a'], ['a'], 0)",
+    "err(['a'], map {'a': 5.0})",
+    "err(['a'], ['a'], max_grade := 0)",
+    "dcg(['a'], ['a'], gain := 'squared')",
+    "to_ordered_list(v, '-top 3') FROM (VALUES (1)) t(v)",
+])
+def test_errors_reach_the_shell(shell: str, tmp_path: Path, call: str) -> None:
+    """A duckrank error is the same text in the shell as through duckrank.connect()."""
+    with duckrank.connect(native=False) as con, pytest.raises(duckdb.Error) as raised:
+        con.execute(f"SELECT {call}")
+    message = str(raised.value).split("Error: ", 1)[1].splitlines()[0]
+    result = _run(shell, "-c", f".read {SQL_FILE}", "-c", f"SELECT {call}", cwd=tmp_path)
+    assert result.returncode != 0
+    assert message in result.stderr, (message, result.stderr)
