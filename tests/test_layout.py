@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "duckrank"
 # Lowest first. A module may import its own package (folder) and any lower layer, nothing above.
 LAYERS = (
     ("duckrank._version", "duckrank.matching"),
-    ("duckrank.metrics",),
+    ("duckrank.metrics", "duckrank.stats"),
     ("duckrank.render",),
     ("duckrank.hivemall",),
     ("duckrank.engines",),

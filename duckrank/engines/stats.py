@@ -1,0 +1,153 @@
+"""Register duckrank's statistical tests (``duckrank.stats``) as DuckDB aggregates.
+
+DuckDB's Python API has no aggregate UDFs, so each test is a TEMP macro whose body is the
+aggregates of the test's summary (``duckrank.stats.record.Summary``: counts and sums, or
+``list()`` of the group's values), computed natively on all threads, passed to one Python scalar
+UDF (arrow: a whole batch of groups per call) that runs the test's numpy kernel and returns the
+STRUCT. A macro containing aggregates is itself an aggregate: ``GROUP BY`` works, and a query
+without one gets one row.
+
+    SELECT metric, paired_ttest(b, a), wilcoxon(b, a) FROM per_user GROUP BY metric
+
+Arguments are typed DOUBLE, so any numeric column works (DuckDB casts it); a VARCHAR or BOOLEAN
+column is refused by DuckDB's binder with "Macro paired_ttest() does not support the supplied
+arguments". Options arrive in the UDF as ``option::VARCHAR``, whatever their SQL type, and are
+checked there (``duckrank.stats.record.Option.parse``), so a bad value is reported as the user
+wrote it, with the function's and the option's names.
+
+The UDFs live on the database instance (every cursor shares them, they are never stored); the
+macros are TEMP, private to the connection: a stored macro calling Python would break the
+database file in a DuckDB without duckrank. ``register_stats`` is idempotent.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from duckrank.stats import TESTS
+from duckrank.stats.record import StatTest
+
+Column = pa.Array | pa.ChunkedArray
+
+
+def udf_name(test: StatTest) -> str:
+    return f"duckrank_stats_{test.name}"
+
+
+def _combined(column: Column) -> pa.Array:
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def _numbers(column: Column, sql_type: str) -> np.ndarray:
+    """A BIGINT or DOUBLE column as numpy (NULL: 0 or NaN; a group of no pairs has n = 0 and
+    NULL sums)."""
+    if sql_type == "BIGINT":
+        return pc.fill_null(_combined(column), 0).to_numpy(zero_copy_only=False)
+    filled = pc.fill_null(_combined(column).cast(pa.float64()), np.nan)
+    return filled.to_numpy(zero_copy_only=False)
+
+
+def _struct(test: StatTest, fields: dict[str, Sequence[float] | np.ndarray]) -> pa.StructArray:
+    """The kernel's fields as the test's STRUCT; NaN becomes NULL."""
+    arrays = []
+    for field in test.fields:
+        values = np.asarray(fields[field.name], dtype=np.float64)
+        if field.sql_type == "BIGINT":
+            arrays.append(pa.array(values.astype(np.int64)))
+        else:
+            arrays.append(pa.array(values, type=pa.float64(), mask=np.isnan(values)))
+    return pa.StructArray.from_arrays(arrays, names=[f.name for f in test.fields])
+
+
+def _batch_function(test: StatTest) -> Callable[..., pa.StructArray]:
+    """One kernel call for a whole batch of groups (the moments of ``paired_ttest``)."""
+
+    def function(*columns: Column) -> pa.StructArray:
+        arrays = {
+            name: _numbers(column, sql_type)
+            for (name, _, sql_type), column in zip(test.summary.aggregates, columns, strict=True)
+        }
+        return _struct(test, test.kernel(**arrays))
+
+    return function
+
+
+def _group_function(test: StatTest) -> Callable[..., pa.StructArray]:
+    """One kernel call per group, on its values sorted (a canonical order: ``list()`` gathers
+    them in whatever order DuckDB's threads met the rows)."""
+
+    def function(lists: Column, *option_columns: Column) -> pa.StructArray:
+        lists = _combined(lists)
+        offsets = lists.offsets.to_numpy()
+        values = lists.values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+        valid = lists.is_valid().to_numpy(zero_copy_only=False)
+        texts = [_combined(c).to_pylist() for c in option_columns]
+        rows = []
+        for i in range(len(lists)):
+            group = np.sort(values[offsets[i] : offsets[i + 1]]) if valid[i] else np.empty(0)
+            options = {
+                option.name: option.parse(test.name, column[i])
+                for option, column in zip(test.options, texts, strict=True)
+            }
+            rows.append(test.kernel(group, **options))
+        return _struct(test, {f.name: [row[f.name] for row in rows] for f in test.fields})
+
+    return function
+
+
+def _udf_parameters(test: StatTest) -> list[str]:
+    return [sql_type for _, _, sql_type in test.summary.aggregates] + ["VARCHAR"] * len(
+        test.options
+    )
+
+
+def macro_statement(test: StatTest) -> str:
+    """The TEMP macro that makes ``test`` an SQL aggregate."""
+    names = {argument: argument for argument in test.summary.arguments}
+    arguments = ", ".join(f"{a} DOUBLE" for a in test.summary.arguments)
+    defaults = "".join(f", {o.name} := {o.default!r}" for o in test.options)
+    udf_arguments = [*test.summary.sql(**names), *(f"{o.name}::VARCHAR" for o in test.options)]
+    return (
+        f"CREATE OR REPLACE TEMP MACRO {test.name}({arguments}{defaults}) AS "
+        f"{udf_name(test)}({', '.join(udf_arguments)})"
+    )
+
+
+def _register_udf(con: duckdb.DuckDBPyConnection, test: StatTest) -> None:
+    parameters = _udf_parameters(test)
+    function = _group_function(test) if test.summary.per_group else _batch_function(test)
+    # DuckDB counts the function's parameters: give the variadic adapter an exact signature.
+    function.__signature__ = inspect.Signature([
+        inspect.Parameter(f"arg{i}", inspect.Parameter.POSITIONAL_ONLY)
+        for i in range(len(parameters))
+    ])
+    con.create_function(
+        udf_name(test),
+        function,
+        [duckdb.sqltype(p) for p in parameters],
+        duckdb.sqltype(test.returns),
+        type="arrow",
+        null_handling="special",
+    )
+
+
+def register_stats(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Register ``paired_ttest``, ``wilcoxon``, ``randomization_test``, ``bootstrap_ci`` and
+    ``paired_bootstrap_ci`` on ``con`` (idempotent; call it on each cursor that needs them)."""
+    existing = {
+        row[0]
+        for row in con.execute(
+            "SELECT function_name FROM duckdb_functions() WHERE function_type = 'scalar'"
+        ).fetchall()
+    }
+    for test in TESTS:
+        if udf_name(test) not in existing:
+            _register_udf(con, test)
+        con.execute(macro_statement(test))
+    return con

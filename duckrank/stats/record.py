@@ -1,0 +1,145 @@
+"""What a duckrank statistical test *is*: one declarative record per test.
+
+A test is an aggregate over the rows of a group (paired per-user values ``x`` and ``y``, or one
+column ``x``). It runs in two steps, both named by its record:
+
+* ``summary``: what SQL computes over the group, natively and on all of DuckDB's threads
+  (counts and sums, or the group's values as one list), written once per kind of input
+  (``MOMENTS``, ``DIFFERENCES``, ``VALUES`` below);
+* ``kernel``: numpy over that summary, for the p-value or interval (no DuckDB here, so the math is
+  tested on its own and any engine can call it).
+
+The DuckDB registration (``duckrank.engines.stats``), the SQL signature and the reference part of
+docs/compare.md (``duckrank.stats.docs``) are derived from the records.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+@dataclass(frozen=True)
+class Option:
+    """A named SQL parameter with a default (``trials := 10000``).
+
+    ``kind`` is what a valid value is, as the error message and the docs say it: "positive
+    integer", "non-negative integer" or "number in (0, 1)".
+    """
+
+    name: str
+    default: int | float
+    kind: str
+    doc: str
+
+    def parse(self, function: str, text: str | None) -> int | float:
+        """The option's value from its SQL text (the macros pass ``option::VARCHAR``, so a value
+        of any SQL type arrives here and a wrong one is reported as the user wrote it)."""
+        value: int | float | None = None
+        if text is not None and self.kind == "number in (0, 1)":
+            try:
+                number = float(text)
+            except ValueError:
+                number = math.nan
+            value = number if 0 < number < 1 else None
+        elif text is not None and _INTEGER.fullmatch(text.strip()):
+            number = int(text)
+            value = number if number >= (1 if self.kind == "positive integer" else 0) else None
+        if value is None:
+            got = "NULL" if text is None else repr(text)
+            raise ValueError(f"{function}: {self.name} must be a {self.kind}, got {got}")
+        return value
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of the STRUCT a test returns."""
+
+    name: str
+    sql_type: str  # "BIGINT" or "DOUBLE"
+    doc: str
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What SQL computes over a group for the kernel: ``aggregates`` are (kernel parameter, SQL
+    aggregate over the placeholders ``{x}`` and ``{y}``, SQL type). Pairs with a NULL side are
+    left out by every aggregate. ``per_group``: the kernel is called once per group with the
+    group's values sorted (a canonical order whatever DuckDB's threads did to ``list()``);
+    otherwise once per batch of groups, with one numpy array per aggregate."""
+
+    arguments: tuple[str, ...]
+    aggregates: tuple[tuple[str, str, str], ...]
+    per_group: bool
+    doc: str
+
+    def sql(self, **arguments: str) -> list[str]:
+        """The aggregates with the placeholders replaced (``x="x"``, ``y="y"`` in a macro)."""
+        return [expression.format(**arguments) for _, expression, _ in self.aggregates]
+
+
+MOMENTS = Summary(
+    arguments=("x", "y"),
+    aggregates=(
+        ("n", "count({x} - {y})", "BIGINT"),
+        ("sum_d", "sum({x} - {y})", "DOUBLE"),
+        ("sum_d2", "sum(({x} - {y}) * ({x} - {y}))", "DOUBLE"),
+        ("sum_x", "sum({x}) FILTER (WHERE {y} IS NOT NULL)", "DOUBLE"),
+    ),
+    per_group=False,
+    doc="one-pass sums of the differences d = x - y (count, sum, sum of squares) and the sum of "
+    "x over the pairs",
+)
+
+DIFFERENCES = Summary(
+    arguments=("x", "y"),
+    aggregates=(("values", "list({x} - {y}) FILTER (WHERE {x} - {y} IS NOT NULL)", "DOUBLE[]"),),
+    per_group=True,
+    doc="the differences d = x - y of the group's pairs, as one list",
+)
+
+VALUES = Summary(
+    arguments=("x",),
+    aggregates=(("values", "list({x}) FILTER (WHERE {x} IS NOT NULL)", "DOUBLE[]"),),
+    per_group=True,
+    doc="the group's non-NULL values of x, as one list",
+)
+
+
+@dataclass(frozen=True)
+class StatTest:
+    """One statistical test or interval, as a SQL aggregate returning a STRUCT.
+
+    ``kernel`` takes the summary's aggregates as keyword arguments (numpy arrays over a batch
+    of groups, or one group's sorted ``values``: see ``Summary.per_group``) and the options
+    already parsed, and returns a dict with one value (or array) per field, NaN where a field is
+    undefined (SQL gets NULL). Text fields are Markdown, for docs/compare.md.
+    """
+
+    name: str
+    summary_text: str
+    summary: Summary
+    fields: tuple[Field, ...]
+    null_hypothesis: str
+    convention: str  # how the p-value (or the interval) is computed
+    undefined: str  # NULL and small-n rules
+    prefer: str
+    source: str
+    kernel: Callable[..., dict[str, np.ndarray | float]]
+    options: tuple[Option, ...] = ()
+
+    @property
+    def signature(self) -> str:
+        """How the function is called in SQL: ``randomization_test(x, y, trials := 10000, ...)``."""
+        options = "".join(f", {o.name} := {o.default!r}" for o in self.options)
+        return f"{self.name}({', '.join(self.summary.arguments)}{options})"
+
+    @property
+    def returns(self) -> str:
+        return "STRUCT(" + ", ".join(f"{f.name} {f.sql_type}" for f in self.fields) + ")"
