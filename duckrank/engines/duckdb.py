@@ -1,23 +1,31 @@
 """Wire duckrank into a DuckDB connection.
 
-Two kinds of things are registered:
+Three kinds of things are registered:
 
-* Macros (``duckrank.render.macros.sql_statements``), created in the default schema once per
-  database (a version macro tells), in one transaction. In a file-backed database they are pure
-  SQL, stored in the file, and keep working there without duckrank or Python; when the native
-  matching step (``duckrank.matching.native``) is loaded, TEMP macros of the registering
-  connection that use it take their place for that connection. An in-memory database, which
-  nothing else opens, gets the native macros in the default schema, for every cursor.
+* Stored macros (``duckrank.render.macros.sql_statements`` and the hivemall schema), created in
+  the default schema once per database (a version macro tells), in one transaction. They are
+  the pure-SQL form in a file and in memory alike, so that they keep working in a DuckDB without
+  duckrank or Python, also after ``EXPORT DATABASE`` / ``IMPORT DATABASE`` and ``COPY FROM
+  DATABASE`` (``_store_macros`` says what that takes).
+* TEMP macros of the registering connection: when the native matching step
+  (``duckrank.matching.native``) is loaded, the native forms of the stored macros whose native
+  form differs, which shadow them; and the macros that call Python
+  (``python_udfs.session_statements``), because a stored macro calling Python would fail in a
+  DuckDB without duckrank. TEMP macros are private to one connection: call
+  ``duckrank.register(cursor)`` on each cursor that should use those.
 * Python functions (``duckrank.engines.python_udfs.UDFS``), registered on the database
-  instance, which every cursor shares; they are never stored in the file. Any macro that calls
-  one is created as a TEMP macro of the registering connection (``session_statements``),
-  because a stored macro would fail in a DuckDB without duckrank. Call
-  ``duckrank.register(cursor)`` on each cursor that needs those.
+  instance, which every cursor shares; they are never stored in the file.
+
+What connections share (the stored macros, the UDFs, the loaded extension) is changed under one
+process-wide lock, so that registration from any number of threads succeeds: DuckDB's catalog
+is optimistic, and of two transactions creating the same macro at once one fails. Processes
+cannot race: DuckDB lets one process at a time open a file for writing.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from typing import Any
 
 import duckdb
@@ -28,11 +36,18 @@ from duckrank.hivemall import macros as _hivemall
 from duckrank.matching import native as _native
 from duckrank.render.macros import sql_statements
 
+_CREATE = "CREATE OR REPLACE MACRO "
+# One lock for every database of the process rather than one per database: the setting
+# _store_macros turns on is global to a database instance, which can hold several attached
+# files. On an already registered database it is held only for the checks that find it so.
+_SHARED_STATE = threading.Lock()
 
-def _macro_statements(use_native: bool) -> tuple[list[str], str]:
-    """The statements and a fingerprint of them: a database holding macros of another duckrank
-    build (even at the same version number) gets them replaced."""
-    statements = [*sql_statements(use_native), *_hivemall.sql_statements()]
+
+def _macro_statements() -> tuple[list[str], str]:
+    """The statements of the stored macros, every helper before the macros that call it, and a
+    fingerprint of them: a database holding macros of another duckrank build (even at the same
+    version number) gets them replaced."""
+    statements = [*sql_statements(), *_hivemall.sql_statements()]
     digest = hashlib.sha256("\n".join(statements).encode()).hexdigest()[:12]
     return statements, f"{__version__}+{digest}"
 
@@ -55,46 +70,69 @@ def _run_in_transaction(con: duckdb.DuckDBPyConnection, statements: list[str]) -
         raise
 
 
-def _current_database(con: duckdb.DuckDBPyConnection) -> tuple[str | None, bool]:
-    """(file path or None for an in-memory database, read-only)."""
+def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
     return con.execute(
-        "SELECT path, readonly FROM duckdb_databases() WHERE database_name = current_database()"
-    ).fetchall()[0]
+        "SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()[0][0]
 
 
 def _as_temp(statements: list[str]) -> list[str]:
     return [
-        s.replace("CREATE OR REPLACE MACRO ", "CREATE OR REPLACE TEMP MACRO ", 1)
+        s.replace(_CREATE, "CREATE OR REPLACE TEMP MACRO ", 1)
         for s in statements
-        if s.startswith("CREATE OR REPLACE MACRO ")
+        if s.startswith(_CREATE)
     ]
 
 
-def _register_macros(con: duckdb.DuckDBPyConnection, use_native: bool) -> None:
-    path, read_only = _current_database(con)
-    stored_native = use_native and path is None
-    statements, build = _macro_statements(stored_native)
-    version_macro = f"CREATE OR REPLACE MACRO duckrank_version() AS '{build}'"
-    if read_only:
-        # Nothing can be stored: main's macros become TEMP macros of this connection, and the
-        # hivemall schema (which a TEMP catalog cannot hold) is unavailable.
-        _run_in_transaction(con, _as_temp([*sql_statements(use_native), version_macro]))
-        return
-    if _installed_version(con) != build:
-        try:
-            _run_in_transaction(con, [*statements, version_macro])
-        except duckdb.TransactionException:
-            # Another connection registered the same macros at the same moment.
-            if _installed_version(con) != build:
-                raise
-    if use_native and not stored_native:
-        # TEMP copies of just the macros whose native form differs shadow the stored SQL ones.
-        stored = set(sql_statements())
-        native_forms = [s for s in sql_statements(native=True) if s not in stored]
-        _run_in_transaction(con, _as_temp(native_forms))
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
-def _register_python(con: duckdb.DuckDBPyConnection) -> None:
+def _drop_statements(con: duckdb.DuckDBPyConnection, statements: list[str]) -> list[str]:
+    """DROP statements for the macros of ``statements`` that the database already holds, each
+    caller before the helpers it calls (the reverse of creation order): DuckDB refuses to
+    replace a macro that another one depends on (``_store_macros``)."""
+    schema = con.execute("SELECT current_schema()").fetchall()[0][0]
+    stored = {
+        (schema_name, name): kind
+        for schema_name, name, kind in con.execute(
+            "SELECT schema_name, function_name, function_type FROM duckdb_functions() "
+            "WHERE database_name = current_database() AND NOT internal "
+            "AND function_type IN ('macro', 'table_macro')"
+        ).fetchall()
+    }
+    drops = []
+    for statement in reversed(statements):
+        text = statement.strip()
+        if text.startswith(_CREATE):
+            name = text.removeprefix(_CREATE).split("(", 1)[0]
+            key = tuple(name.split(".", 1)) if "." in name else (schema, name)
+            if key in stored:
+                kind = "MACRO TABLE" if stored.pop(key) == "table_macro" else "MACRO"
+                drops.append(f"DROP {kind} {'.'.join(_quoted(part) for part in key)}")
+    return drops
+
+
+def _store_macros(con: duckdb.DuckDBPyConnection, statements: list[str]) -> None:
+    """Replace the stored macros in one transaction, with ``enable_macro_dependencies`` on.
+
+    ``EXPORT DATABASE`` writes macros in the order of their catalog ids, then moves each after
+    the entries it depends on. The ids follow creation order only until the file is reopened:
+    DuckDB then loads each schema's macros by name, so ``auc`` came before the
+    ``duckrank_cutoff`` it calls and ``IMPORT DATABASE`` failed. Recorded dependencies are
+    stored in the file; they order its loading, its export and ``COPY FROM DATABASE``, and are
+    copied with it. The setting is global to the database instance, so it is turned back off
+    at once (``_SHARED_STATE`` keeps other registrations out meanwhile)."""
+    enabled = con.execute("SELECT current_setting('enable_macro_dependencies')").fetchall()
+    con.execute("SET enable_macro_dependencies = true")
+    try:
+        _run_in_transaction(con, [*_drop_statements(con, statements), *statements])
+    finally:
+        if enabled != [(True,)]:
+            con.execute("SET enable_macro_dependencies = false")
+
+
+def _register_udfs(con: duckdb.DuckDBPyConnection) -> None:
     existing = {
         row[0]
         for row in con.execute(
@@ -104,8 +142,6 @@ def _register_python(con: duckdb.DuckDBPyConnection) -> None:
     for udf in python_udfs.UDFS:
         if udf.name not in existing:
             udf.register(con)
-    for statement in python_udfs.session_statements():
-        con.execute(statement)
 
 
 def register(
@@ -115,11 +151,29 @@ def register(
 
     With ``native`` (the default) the native matching step is loaded when the build has it and
     the database allows unsigned extensions (``duckrank.matching.native``); the numbers are the same
-    either way. Idempotent: safe to call twice, on cursors, on several connections, and again
-    after a registration that failed half-way.
+    either way. Idempotent and thread-safe: safe to call twice, on cursors, from many threads at
+    once, on several connections, and again after a registration that failed half-way.
     """
-    _register_macros(con, native and _native.load(con))
-    _register_python(con)
+    read_only = _read_only(con)
+    statements, build = _macro_statements()
+    version = f"{_CREATE}duckrank_version() AS '{build}'"
+    with _SHARED_STATE:
+        use_native = native and _native.load(con)
+        if not read_only and _installed_version(con) != build:
+            _store_macros(con, [*statements, version])
+        _register_udfs(con)
+    if read_only:
+        # Nothing can be stored: main's macros become TEMP macros of this connection, and the
+        # hivemall schema (which a TEMP catalog cannot hold) is unavailable.
+        _run_in_transaction(con, _as_temp([*sql_statements(use_native), version]))
+    elif use_native:
+        # TEMP copies of just the macros whose native form differs shadow the stored SQL ones.
+        stored = set(statements)
+        _run_in_transaction(
+            con, _as_temp([s for s in sql_statements(native=True) if s not in stored])
+        )
+    for statement in python_udfs.session_statements():
+        con.execute(statement)
     return con
 
 

@@ -8,6 +8,7 @@ NDCG 0.7039180890341349 (top-4) / 0.6131471927654585 (top-2) and MAP 0.555555555
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -40,7 +41,9 @@ def _project(root: Path, database: Path, native: bool) -> None:
         f"{u},{i},{s}\n" for u in (1, 2, 3) for i, s in DUMMY_REC
     )
     truth = "userid,itemid\n" + "".join(f"{u},{i}\n" for u in (1, 2, 3) for i in DUMMY_TRUTH)
-    plugin_config = "" if native else "config: {native: false}"
+    # The SQL step is asked for the way a deployment does it, through env_var(), which gives the
+    # plugin the string "false" (issue 13: bool("false") was True).
+    plugin_config = "" if native else """config: {native: "{{ env_var('DUCKRANK_NATIVE') }}"}"""
     _write(root, {
         "dbt_project.yml": """
             name: duckrank_eval
@@ -114,12 +117,13 @@ def _project(root: Path, database: Path, native: bool) -> None:
 @pytest.mark.parametrize("native", [False, True], ids=["sql step", "native step"])
 def test_dbt_build_with_the_plugin(tmp_path: Path, native: bool) -> None:
     """By default the plugin opens the database so that the native matching step loads; with
-    ``native: false`` it uses the SQL step (README, "Speed"). The numbers are the guide's either
-    way."""
+    ``native: "false"`` (a string, from env_var) it uses the SQL step (README, "Speed"). The
+    numbers are the guide's either way."""
     project = tmp_path / "project"
     database = tmp_path / "eval.duckdb"
     _project(project, database, native)
-    env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DBT_NO_VERSION_CHECK": "1"}
+    env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DBT_NO_VERSION_CHECK": "1",
+           "DUCKRANK_NATIVE": "false"}
     result = subprocess.run(
         [sys.executable, "-m", "dbt.cli.main", "build", "--project-dir", str(project),
          "--profiles-dir", str(project), "--threads", "4"],
@@ -155,3 +159,24 @@ def test_plugin_hooks_are_idempotent() -> None:
     plugin.configure_cursor(cursor)
     plugin.configure_cursor(cursor)
     assert cursor.execute("SELECT mrr([3, 1], [1])").fetchall() == [(0.5,)]
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (True, True), (False, False), (1, True), (0, False),
+    ("true", True), ("false", False), ("TRUE", True), ("False", False), ("yes", True),
+    ("No", False), ("1", True), ("0", False), (" false ", False),
+])
+def test_native_option_is_read_as_dbt_reads_booleans(value: object, expected: bool) -> None:
+    """YAML booleans and numbers, and the strings env_var() gives (dbt's own boolean words)."""
+    assert Plugin(name="duckrank", plugin_config={"native": value}).native is expected
+
+
+def test_native_option_defaults_to_true() -> None:
+    assert Plugin(name="duckrank", plugin_config={}).native is True
+
+
+@pytest.mark.parametrize("value", ["flase", "", "off?", 2, 0.5, None, [False]])
+def test_an_unknown_native_value_is_an_error_naming_it(value: object) -> None:
+    with pytest.raises(ValueError, match=r"duckrank\.dbt plugin: config option 'native' must "
+                       r"be true or false .*; got " + re.escape(repr(value))):
+        Plugin(name="duckrank", plugin_config={"native": value})
