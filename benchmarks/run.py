@@ -22,7 +22,9 @@ threads, next to two references measured the same way:
 
 Extras: ranx and pytrec-eval-terrier (100,000 users, where installed), to_ordered_list on
 10,000,000 long rows, graded ndcg and err over MAP truth, edrc (benchmarks/bench_edrc.py), and
-the peak memory of streaming 1,000,000 and 10,000,000 users straight from Parquet.
+the peak memory of streaming 1,000,000 and 10,000,000 users straight from Parquet, and that of
+``duckrank evaluate`` on long-format Parquet at 1,000,000 and 10,000,000 users
+(benchmarks/bench_long_memory.py).
 
 Every row prints as it finishes; ``--json`` keeps them all. The machine is shared: compare the
 ratios, measured in the same run, rather than absolute seconds.
@@ -41,6 +43,7 @@ from typing import Any
 
 import duckdb
 
+from benchmarks.bench_long_memory import long_memory
 from benchmarks.data import DATA_DIR, dataset
 from benchmarks.goals import goal_lines
 from duckrank.metrics.binary import METRICS
@@ -308,7 +311,7 @@ def environment() -> dict[str, str]:
             "machine": f"{cpu}, {cores} vCPU, {memory:.0f} GiB", **found}
 
 
-SECTIONS = ("main", "peers", "ordered_list", "graded", "edrc", "streaming")
+SECTIONS = ("main", "peers", "ordered_list", "graded", "edrc", "streaming", "long_memory")
 
 
 def main() -> None:
@@ -348,6 +351,8 @@ def main() -> None:
         edrc(report, 10_000)
     if "streaming" in sections:
         streaming(report, [1_000_000, 10_000_000])
+    if "long_memory" in sections:
+        long_memory(report, [1_000_000, 10_000_000])
     report.save()
     print("\n### Goals\n\n" + "\n".join(goal_lines(report.rows)))
     print(f"\n(total {time.time() - report.started:.0f} s)")

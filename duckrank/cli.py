@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import json
 import math
 import sys
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from importlib import resources
 from typing import Any, TextIO
 
@@ -25,11 +27,23 @@ import duckdb
 
 from duckrank._version import __version__
 from duckrank.engines.duckdb import connect
-from duckrank.evaluation import evaluation
-from duckrank.files.runs import FILE_FORMATS, Columns, read_file
+from duckrank.evaluation import (
+    COMMAND_LINE,
+    ID_MODES,
+    QRELS_ROLES,
+    RUN_ROLES,
+    DroppedRows,
+    column_names,
+    evaluation,
+    reader_columns,
+)
+from duckrank.files.runs import FILE_FORMATS, read_file
 from duckrank.metrics import METRICS
 
 FORMATS = ("table", "csv", "json")
+# A double has 17 significant digits; more decimals show only the binary expansion's noise.
+MAX_DIGITS = 17
+BATCH = 10_000
 
 
 # --- output --------------------------------------------------------------------------------------
@@ -82,9 +96,12 @@ def write_result(
             out.write(line(row) + "\n")
 
 
-def _write_relation(relation: duckdb.DuckDBPyRelation, args: argparse.Namespace) -> None:
-    rows = relation.iter_rows(batch_size=10_000)
-    write_result(relation.columns, rows, args.format, sys.stdout, args.digits)
+def _write_rows(columns: Sequence[str], rows: Iterator[Sequence[Any]],
+                args: argparse.Namespace) -> None:
+    """Write the rows once the first batch is computed: a query that fails does so before any
+    output (no header above an error message)."""
+    first = list(itertools.islice(rows, BATCH))
+    write_result(columns, itertools.chain(first, rows), args.format, sys.stdout, args.digits)
 
 
 def _connection(database: str = ":memory:") -> duckdb.DuckDBPyConnection:
@@ -99,23 +116,47 @@ def _connection(database: str = ":memory:") -> duckdb.DuckDBPyConnection:
 
 # --- commands ------------------------------------------------------------------------------------
 
+def _pairs(values: Sequence[str], flag: str, roles: Sequence[str]) -> dict[str, str]:
+    """``--run-columns query=user_id,item=movie`` (repeatable) as a dict role -> column."""
+    pairs: dict[str, str] = {}
+    for text in values:
+        for pair in text.split(","):
+            role, equals, name = pair.partition("=")
+            role = role.strip().lower()
+            if not equals or not name.strip():
+                raise ValueError(f"{flag}: write role=column, e.g. {flag} query=user_id; got "
+                                 f"{pair!r} (roles: {', '.join(roles)})")
+            if role in pairs:
+                raise ValueError(f"{flag}: the {role} column is given twice")
+            pairs[role] = name.strip()
+    return pairs
+
+
 def _evaluate(args: argparse.Namespace) -> None:
-    columns = Columns(
-        query=args.query_column, item=args.item_column, score=args.score_column,
-        grade=args.grade_column,
+    names = column_names(
+        {"query": args.query_column, "item": args.item_column, "score": args.score_column,
+         "rank": args.rank_column, "grade": args.grade_column},
+        _pairs(args.run_columns, "--run-columns", RUN_ROLES),
+        _pairs(args.qrels_columns, "--qrels-columns", QRELS_ROLES),
+        COMMAND_LINE,
     )
     con = _connection()
-    run = read_file(con, args.run, "run", args.run_format, columns)
-    qrels = read_file(con, args.qrels, "qrels", args.qrels_format, columns)
-    with evaluation(con, run, qrels, args.metric, args.by, args.per_user, columns) as result:
-        _write_relation(result, args)
+    run = read_file(con, args.run, "run", args.run_format, reader_columns(names.run))
+    qrels = read_file(con, args.qrels, "qrels", args.qrels_format, reader_columns(names.qrels))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DroppedRows)
+        with evaluation(con, run, qrels, args.metric, args.by, args.per_user, names, args.ids,
+                        COMMAND_LINE) as result:
+            for warning in caught:
+                sys.stderr.write(f"duckrank evaluate: warning: {warning.message}\n")
+            _write_rows(result.columns, result.rows(BATCH), args)
 
 
 def _sql(args: argparse.Namespace) -> None:
     con = _connection(args.database)
     result = con.sql(args.query)
     if result is not None:
-        _write_relation(result, args)
+        _write_rows(result.columns, result.iter_rows(batch_size=BATCH), args)
 
 
 def _metrics(args: argparse.Namespace) -> None:
@@ -169,10 +210,22 @@ def _demo(args: argparse.Namespace) -> None:
 
 # --- arguments -----------------------------------------------------------------------------------
 
+def _digits(text: str) -> int:
+    try:
+        digits = int(text)
+    except ValueError:
+        digits = -1
+    if not 0 <= digits <= MAX_DIGITS:
+        raise argparse.ArgumentTypeError(
+            f"the decimals to show must be a whole number from 0 to {MAX_DIGITS}, got {text!r}"
+        )
+    return digits
+
+
 def _output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="output format (default: table)")
-    parser.add_argument("--digits", type=int, default=None,
+    parser.add_argument("--digits", type=_digits, default=None, metavar=f"0..{MAX_DIGITS}",
                         help="decimals shown in the table (default: every digit)")
 
 
@@ -204,12 +257,29 @@ def build_parser() -> argparse.ArgumentParser:
                           help="one row per query (user) instead of means")
     evaluate.add_argument("--query-column", "--user-column", default=None,
                           help="query (user) column of both files (default: query, else user)")
-    evaluate.add_argument("--item-column", default="item", help="item column (default: item)")
-    evaluate.add_argument("--score-column", default="score",
-                          help="score column of the run (default: score)")
+    evaluate.add_argument("--item-column", default=None, help="item column (default: item)")
+    ranking = evaluate.add_mutually_exclusive_group()
+    ranking.add_argument("--score-column", default=None,
+                         help="score column of the run, higher = better (default: score)")
+    ranking.add_argument("--rank-column", default=None,
+                         help="rank column of the run instead of a score: 1 = best")
     evaluate.add_argument(
         "--grade-column", default=None,
         help="grade column of the qrels (default: grade; without one, every row is relevant)",
+    )
+    evaluate.add_argument(
+        "--run-columns", action="append", default=[], metavar="ROLE=COLUMN,...",
+        help=f"column names of the run only, e.g. query=user_id,item=movie (roles: "
+        f"{', '.join(RUN_ROLES)}); they win over the options for both files",
+    )
+    evaluate.add_argument(
+        "--qrels-columns", action="append", default=[], metavar="ROLE=COLUMN,...",
+        help=f"column names of the qrels only, e.g. query=user (roles: {', '.join(QRELS_ROLES)})",
+    )
+    evaluate.add_argument(
+        "--ids", choices=ID_MODES, default="typed",
+        help="typed: query and item ids must be of one kind in both files (default); varchar: "
+        "compare them as text (a BIGINT run against a CSV's text ids)",
     )
     evaluate.add_argument("--run-format", choices=FILE_FORMATS, default="auto")
     evaluate.add_argument("--qrels-format", choices=FILE_FORMATS, default="auto")

@@ -9,7 +9,14 @@ qrels become the truth, then each requested metric is the SQL function of the sa
 
 Metric requests are written ``name[(option=value, ...)][@k]`` (``ndcg@10``, ``map@100``,
 ``ndcg(gain=linear)@10``). Names, aliases, options and their choices come from the metric records
-(``duckrank.metrics``), so every metric in the registry is available without code here.
+(``duckrank.metrics``), so every metric in the registry is available without code here; two
+options belong to the evaluation itself: ``relevance=binary|graded`` (which reading of graded
+qrels) and ``min_grade=G`` (relevant means grade >= G in the binary reading).
+
+Memory stays flat in the number of queries: the query ids are split into ranges of about
+``ROWS_PER_BUCKET`` input rows (from a sample of the run) and the lists are built, matched and
+summed one range at a time; the run and qrels are scanned once per range instead of being held
+whole.
 
 Everything the caller supplies (paths, column names, metric names, k, option values) reaches SQL
 as a query parameter, a quoted identifier, or a name checked against the registry: never as SQL
@@ -18,9 +25,11 @@ text.
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,11 +45,63 @@ from duckrank.metrics.record import Metric, Option
 if TYPE_CHECKING:
     import pandas
 
-COUNT_COLUMNS = ("scored", "unjudged", "unranked")
+COUNT_COLUMNS = ("scored", "unjudged", "unranked", "dropped")
+
+# How ids are compared: as they are typed (the kinds must match), or both sides as text.
+ID_MODES = ("typed", "varchar")
+
+# The columns each file can name, role -> what it holds.
+RUN_ROLES = ("query", "item", "score", "rank")
+QRELS_ROLES = ("query", "item", "grade")
+
+# Input rows (run + qrels) per range of query ids: each range's lists are built and scored in one
+# query, so this bounds the memory. At 3,000,000 the peak is about 310 to 360 MB from 1,000,000
+# to 10,000,000 users of 13 rows each, where DuckDB's plain scan of the same Parquet file takes
+# 190 MB (benchmarks/bench_long_memory.py); half as many rows take 60 MB less and one more scan
+# of the inputs per range.
+ROWS_PER_BUCKET = 3_000_000
+# Run rows sampled to place the range boundaries (a reservoir: constant memory).
+SAMPLE_ROWS = 20_000
 
 
 def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+class DroppedRows(UserWarning):
+    """Rows of the run or qrels were left out (a NULL query, item, score or rank)."""
+
+
+# --- how messages name the caller's arguments ----------------------------------------------------
+
+@dataclass(frozen=True)
+class Spelling:
+    """How an error names what the caller wrote: ``evaluate()``'s keyword arguments or the
+    command line's flags (one evaluation runs behind both)."""
+
+    cli: bool = False
+
+    def argument(self, keyword: str, value: Any = None) -> str:
+        """``query_column='user_id'`` / ``--query-column user_id``; ``per_user=True`` /
+        ``--per-user``; without a value, ``query_column=`` / ``--query-column``."""
+        if not self.cli:
+            return f"{keyword}=" + ("" if value is None else repr(value))
+        flag = "-m" if keyword == "metrics" else "--" + keyword.replace("_", "-")
+        return flag if value is None or value is True else f"{flag} {value}"
+
+    def columns(self, kind: str, role: str, name: str = "NAME") -> str:
+        """``run_columns={'query': 'NAME'}`` / ``--run-columns query=NAME``."""
+        if self.cli:
+            return f"--{kind}-columns {role}={name}"
+        return f"{kind}_columns={{{role!r}: {name!r}}}"
+
+    def metric(self, request: str) -> str:
+        """``metrics=['err(max_grade=5)@5']`` / ``-m 'err(max_grade=5)@5'``."""
+        return f"-m '{request}'" if self.cli else f"metrics=[{request!r}]"
+
+
+PYTHON = Spelling()
+COMMAND_LINE = Spelling(cli=True)
 
 
 # --- metric requests ------------------------------------------------------------------------------
@@ -54,6 +115,19 @@ _REQUEST = re.compile(
 # preferences or Hivemall's lists of grades, which qrels cannot give).
 LIST_TRUTH_INPUTS = ("hits", "grades")
 
+# Options of the evaluation, not of a SQL function: how graded qrels are read.
+RELEVANCE = Option(
+    "relevance", "", "binary: the items of grade > 0 (or >= min_grade) as a LIST; graded: the "
+    "grades as a MAP item -> grade", choices=("binary", "graded"),
+)
+# (Its default only marks it as a number: without min_grade, relevant means grade > 0.)
+MIN_GRADE = Option("min_grade", 1, "relevant means grade >= min_grade (binary reading)")
+
+# Options that change a graded value but not a binary one (2^1 - 1 = 1): a label names them when
+# graded qrels are read as grades, so that ndcg@10 over graded qrels cannot pass for the binary
+# ndcg@10 or for trec_eval's linear-gain one.
+GRADED_LABEL_OPTIONS = ("gain",)
+
 
 def _truth_form(metric: Metric) -> str | None:
     """'list' for a LIST of relevant item ids, 'map' for a MAP item -> grade, None for a truth
@@ -65,33 +139,75 @@ def _truth_form(metric: Metric) -> str | None:
     return None
 
 
+def _number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
 @dataclass(frozen=True)
 class MetricRequest:
-    """One metric to compute: ``label`` is the request as written (the output column's name)."""
+    """One metric to compute. ``label`` is the request as written; the output column's name is
+    ``column(graded)``, which adds what graded qrels made of it."""
 
     label: str
     name: str
     k: int | None
     options: tuple[tuple[str, str | int | float], ...]
     overloads: tuple[Metric, ...]
+    relevance: str | None = None
+    min_grade: int | float | None = None
+    written_name: str = ""
+    written_options: tuple[tuple[str, str], ...] = ()
+    written_k: str | None = None
+
+    def forms(self) -> set[str]:
+        """The truth forms of the overloads that take the options given."""
+        given = {name for name, _ in self.options}
+        return {
+            form for m in self.overloads
+            if given <= {o.name for o in m.options} and (form := _truth_form(m)) is not None
+        }
 
     def truth_form(self, graded: bool) -> str:
-        """Which truth to pass: a MAP of grades for graded qrels when the function takes one, else
-        the LIST of items with grade > 0 (the binary reading of the judgments)."""
+        """Which truth to pass: 'map' (item -> grade) or 'list' (the relevant items). Graded
+        qrels go as grades to the functions that take them unless the binary reading is asked
+        for (``relevance=binary`` or ``min_grade``); binary qrels and binary-only functions get
+        the list."""
+        forms = self.forms()
+        if self.relevance == "graded":
+            wanted = "map"
+        elif self.relevance == "binary" or self.min_grade is not None:
+            wanted = "list"
+        else:
+            wanted = "map" if "map" in forms and (graded or "list" not in forms) else "list"
+        if wanted not in forms:
+            reading = "graded" if wanted == "map" else "binary"
+            raise ValueError(
+                f"metric {self.label!r}: no form of {self.name} takes these options with a "
+                f"{reading} truth"
+            )
+        return wanted
+
+    def rewritten(self, **changes: str) -> str:
+        """The request as written with options added or replaced (``max_grade='5'``)."""
+        options = dict(self.written_options) | changes
+        text = self.written_name
+        if options:
+            text += "(" + ",".join(f"{n}={v}" for n, v in options.items()) + ")"
+        return text + (f"@{self.written_k}" if self.written_k is not None else "")
+
+    def column(self, graded: bool) -> str:
+        """The output column's name: the request as written, plus the defaults of the options
+        in ``GRADED_LABEL_OPTIONS`` when graded qrels are read as grades (``ndcg@10`` ->
+        ``ndcg(gain=exponential)@10``)."""
+        if not graded or self.truth_form(graded) != "map":
+            return self.label
         given = {name for name, _ in self.options}
-        forms = {
-            _truth_form(m)
-            for m in self.overloads
-            if given <= {o.name for o in m.options} and _truth_form(m) is not None
+        added = {
+            o.name: str(o.default)
+            for m in self.overloads if _truth_form(m) == "map"
+            for o in m.options if o.name in GRADED_LABEL_OPTIONS and o.name not in given
         }
-        if "map" in forms and (graded or "list" not in forms):
-            return "map"
-        if "list" in forms:
-            return "list"
-        raise ValueError(
-            f"metric {self.label!r}: no form of {self.name} takes these options with a "
-            f"{'graded' if graded else 'binary'} truth"
-        )
+        return self.rewritten(**added) if added else self.label
 
 
 def known_metric_names() -> list[str]:
@@ -112,11 +228,15 @@ def _option_value(label: str, option: Option, text: str) -> str | int | float:
     if isinstance(option.default, str):
         return text
     try:
-        return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
+        value = int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
     except ValueError:
         raise ValueError(
             f"metric {label!r}: option {option.name} must be a number, got {text!r}"
         ) from None
+    if not math.isfinite(value):
+        raise ValueError(f"metric {label!r}: option {option.name} must be a finite number, got "
+                         f"{text!r}")
+    return value
 
 
 def parse_metric(text: str) -> MetricRequest:
@@ -134,7 +254,8 @@ def parse_metric(text: str) -> MetricRequest:
             f"unknown metric {match['name']!r}; known metrics: {', '.join(known_metric_names())}"
         ) from None
     overloads = tuple(m for m in METRICS if m.name == record.name)
-    if all(_truth_form(m) is None for m in overloads):
+    forms = {_truth_form(m) for m in overloads} - {None}
+    if not forms:
         kinds = ", ".join(sorted({m.inputs for m in overloads}))
         raise ValueError(
             f"metric {text!r}: {record.name} cannot be computed from a run and qrels (it takes "
@@ -152,8 +273,15 @@ def parse_metric(text: str) -> MetricRequest:
             )
         k = int(match["k"])
 
+    # relevance picks between two readings, so only functions with both forms take it;
+    # min_grade applies wherever there is a binary reading.
     known = {o.name: o for m in overloads for o in m.options}
-    options: dict[str, str | int | float] = {}
+    if forms == {"list", "map"}:
+        known["relevance"] = RELEVANCE
+    if "list" in forms:
+        known["min_grade"] = MIN_GRADE
+    written: dict[str, str] = {}
+    values: dict[str, str | int | float] = {}
     for assignment in filter(str.strip, (match["options"] or "").split(",")):
         name, equals, value = assignment.partition("=")
         name = name.strip().lower()
@@ -163,27 +291,89 @@ def parse_metric(text: str) -> MetricRequest:
                 f"metric {text!r}: unknown option {assignment.strip()!r}; "
                 f"{record.name} takes: {takes}"
             )
-        options[name] = _option_value(text, known[name], value)
+        if name in written:
+            raise ValueError(f"metric {text!r}: option {name} is given twice")
+        written[name] = value.strip()
+        values[name] = _option_value(text, known[name], value)
+
+    relevance = values.pop("relevance", None)
+    min_grade = values.pop("min_grade", None)
+    if relevance == "graded" and min_grade is not None:
+        raise ValueError(f"metric {text!r}: min_grade sets what counts as relevant in the binary "
+                         "reading; it does not go with relevance=graded")
     return MetricRequest(
-        label=text.strip(), name=record.name, k=k, options=tuple(options.items()),
-        overloads=overloads,
+        label=text.strip(), name=record.name, k=k, options=tuple(values.items()),
+        overloads=overloads, relevance=relevance, min_grade=min_grade,
+        written_name=match["name"], written_options=tuple(written.items()),
+        written_k=match["k"],
     )
+
+
+# --- column names ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ColumnNames:
+    """Which column of each file plays which role (``RUN_ROLES``, ``QRELS_ROLES``); a role left
+    out takes its default (see ``evaluate``)."""
+
+    run: Mapping[str, str]
+    qrels: Mapping[str, str]
+
+
+def column_names(
+    shared: Mapping[str, str | None],
+    run: Mapping[str, str] | None = None,
+    qrels: Mapping[str, str] | None = None,
+    spelling: Spelling = PYTHON,
+) -> ColumnNames:
+    """Merge the names given for both files (``query_column=``, ...; None = not given) with the
+    per-file ones (``run_columns=``, ``qrels_columns=``), which win."""
+    files = {}
+    for kind, roles, given in (("run", RUN_ROLES, run), ("qrels", QRELS_ROLES, qrels)):
+        merged = {role: name for role, name in shared.items() if role in roles and name}
+        for role, name in (given or {}).items():
+            if role not in roles:
+                raise ValueError(
+                    f"{spelling.argument(kind + '_columns')}: unknown role {role!r}; the "
+                    f"{kind} roles are: {', '.join(roles)}"
+                )
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"{spelling.argument(kind + '_columns')}: the {role} column "
+                                 f"must be a column name, got {name!r}")
+            merged[role] = name
+        files[kind] = merged
+    if "score" in files["run"] and "rank" in files["run"]:
+        raise ValueError(
+            f"the run is ranked by a score column or by a rank column, not both: got score "
+            f"{files['run']['score']!r} and rank {files['run']['rank']!r} (drop "
+            f"{spelling.argument('score_column')} or {spelling.argument('rank_column')})"
+        )
+    return ColumnNames(run=files["run"], qrels=files["qrels"])
+
+
+def reader_columns(roles: Mapping[str, str]) -> Columns:
+    """What ``read_file`` needs to know of a file's columns: its query and item columns (read as
+    text from CSV) and the column that must hold numbers (the run's rank or score, the grade)."""
+    return Columns(query=roles.get("query"), item=roles.get("item", "item"),
+                   score=roles.get("rank", roles.get("score", "score")), grade=roles.get("grade"))
 
 
 # --- inputs ---------------------------------------------------------------------------------------
 
 def _as_relation(
-    con: duckdb.DuckDBPyConnection, table: Any, kind: str, columns: Columns, registered: list[str]
+    con: duckdb.DuckDBPyConnection, table: Any, kind: str, roles: Mapping[str, str],
+    registered: list[str],
 ) -> duckdb.DuckDBPyRelation:
     if isinstance(table, str | Path):
-        return read_file(con, table, kind, columns=columns)
+        return read_file(con, table, kind, columns=reader_columns(roles))
     if isinstance(table, duckdb.DuckDBPyRelation):
         return table
-    if kind == "qrels" and isinstance(table, pa.RecordBatchReader):
-        # The qrels are scanned twice (checked, then joined); a reader can be read only once.
+    if isinstance(table, pa.RecordBatchReader):
+        # The evaluation scans its inputs several times (checks, then once per range of query
+        # ids); a reader can be read only once.
         table = table.read_all()
-    # pandas, polars, pyarrow tables, datasets and record batch readers: DuckDB scans them in
-    # place (no copy) through a registered view.
+    # pandas, polars, pyarrow tables and datasets: DuckDB scans them in place (no copy) through a
+    # registered view.
     name = f"duckrank_{kind}_{uuid.uuid4().hex}"
     con.register(name, table)
     registered.append(name)
@@ -194,10 +384,16 @@ _INTEGER_TYPES = {
     "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
     "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT",
 }
+_SIGNED_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT"}
 
 
 def _id_kind(sql_type: str) -> str:
     return "an integer" if sql_type in _INTEGER_TYPES else sql_type
+
+
+def _numeric(sql_type: str) -> bool:
+    return (sql_type in _INTEGER_TYPES or sql_type in ("FLOAT", "DOUBLE")
+            or sql_type.startswith("DECIMAL"))
 
 
 class _Table:
@@ -212,11 +408,11 @@ class _Table:
     def has(self, name: str) -> bool:
         return name.lower() in self.types
 
-    def column(self, name: str, role: str) -> str:
+    def column(self, name: str, role: str, hint: str) -> str:
         if not self.has(name):
             raise ValueError(
                 f"the {self.kind} has no {role} column {name!r}; its columns are: "
-                f"{', '.join(self.relation.columns)}"
+                f"{', '.join(self.relation.columns)} ({hint})"
             )
         return self.types[name.lower()][0]
 
@@ -224,133 +420,388 @@ class _Table:
         return self.types[name.lower()][1]
 
 
-def _query_column(columns: Columns, run: _Table, qrels: _Table) -> str:
-    if columns.query is not None:
-        return columns.query
-    for name in QUERY_COLUMNS:
-        if run.has(name) and qrels.has(name):
-            return name
-    raise ValueError(
-        "no query column: neither 'query' nor 'user' is in both tables; name it with "
-        f"query_column (--query-column). The run has: {', '.join(run.relation.columns)}; the "
-        f"qrels have: {', '.join(qrels.relation.columns)}"
+@dataclass(frozen=True)
+class _Columns:
+    """The SQL expressions the evaluation reads (quoted columns, casts)."""
+
+    run_query: str
+    run_item: str
+    run_key: str  # what to_ordered_list sorts by, descending
+    qrels_query: str
+    qrels_item: str
+    grade: str
+    query_type: str  # the SQL type of run_query (range boundaries are cast to it)
+    query_name: str  # the query column's name in the per-query output
+    by: tuple[str, ...]  # run columns, as the run spells them
+
+    @property
+    def by_select(self) -> str:
+        """The by columns, quoted, each followed by a comma (empty without by)."""
+        return "".join(f"{quote_identifier(name)}, " for name in self.by)
+
+    @property
+    def group_by(self) -> str:
+        return f" GROUP BY {self.by_select[:-2]}" if self.by else ""
+
+
+def _role_hint(kind: str, role: str, spelling: Spelling) -> str:
+    if role in ("query", "item"):
+        return (f"name it with {spelling.argument(role + '_column')}, or "
+                f"{spelling.columns(kind, role)} for the {kind} only")
+    return f"name it with {spelling.argument(role + '_column')}"
+
+
+def _query_names(run: _Table, qrels: _Table, names: ColumnNames,
+                 spelling: Spelling) -> tuple[str, str]:
+    run_given, qrels_given = names.run.get("query"), names.qrels.get("query")
+    if run_given is None and qrels_given is None:
+        for name in QUERY_COLUMNS:
+            if run.has(name) and qrels.has(name):
+                return run.column(name, "", ""), qrels.column(name, "", "")
+        raise ValueError(
+            "no query column: neither 'query' nor 'user' is in both tables; name it with "
+            f"{spelling.argument('query_column')} (or {spelling.columns('run', 'query')} and "
+            f"{spelling.columns('qrels', 'query')} when the names differ). The run has: "
+            f"{', '.join(run.relation.columns)}; the qrels have: "
+            f"{', '.join(qrels.relation.columns)}"
+        )
+
+    def pick(table: _Table, given: str | None, other: str | None) -> str:
+        if given is not None:
+            return table.column(given, "query", _role_hint(table.kind, "query", spelling))
+        candidates = [n for n in (other, *QUERY_COLUMNS) if n is not None]
+        found = next((n for n in candidates if table.has(n)), candidates[0])
+        return table.column(found, "query", _role_hint(table.kind, "query", spelling))
+
+    return pick(run, run_given, qrels_given), pick(qrels, qrels_given, run_given)
+
+
+def _ids(run: _Table, qrels: _Table, role: str, run_name: str, qrels_name: str, ids: str,
+         spelling: Spelling) -> tuple[str, str]:
+    """The two sides' id expressions, cast to text with ids='varchar'; otherwise ids of
+    different kinds are an error, as is UHUGEINT against a signed type, which DuckDB would
+    compare as DOUBLE (two different ids could be equal)."""
+    run_sql, qrels_sql = quote_identifier(run_name), quote_identifier(qrels_name)
+    if ids == "varchar":
+        return f"CAST({run_sql} AS VARCHAR)", f"CAST({qrels_sql} AS VARCHAR)"
+    run_type, qrels_type = run.type_of(run_name), qrels.type_of(qrels_name)
+    inexact = {run_type, qrels_type} & {"UHUGEINT"} and {run_type, qrels_type} & _SIGNED_TYPES
+    if _id_kind(run_type) != _id_kind(qrels_type) or inexact:
+        raise ValueError(
+            f"the {role} ids are {run_type} in the run ({run_name!r}) but {qrels_type} in the "
+            f"qrels ({qrels_name!r}): compare them as text with "
+            f"{spelling.argument('ids', 'varchar')}, or cast one side"
+        )
+    return run_sql, qrels_sql
+
+
+def _columns(run: _Table, qrels: _Table, names: ColumnNames, by: Sequence[str], ids: str,
+             spelling: Spelling) -> _Columns:
+    run_query, qrels_query = _query_names(run, qrels, names, spelling)
+    run_item = run.column(names.run.get("item", "item"), "item",
+                          _role_hint("run", "item", spelling))
+    qrels_item = qrels.column(names.qrels.get("item", "item"), "item",
+                              _role_hint("qrels", "item", spelling))
+    query_sql = _ids(run, qrels, "query", run_query, qrels_query, ids, spelling)
+    item_sql = _ids(run, qrels, "item", run_item, qrels_item, ids, spelling)
+
+    role = "rank" if "rank" in names.run else "score"
+    key = run.column(names.run.get(role, "score"), role, _role_hint("run", role, spelling))
+    if not _numeric(run.type_of(key)):
+        raise ValueError(f"the run's {role} column {key!r} is {run.type_of(key)}: it must be "
+                         "numeric (ids and labels are not scores)")
+    # A rank ascends (1 = best): sorting its negation descending keeps one rule for ties (by
+    # item, descending) for scores and ranks alike.
+    run_key = (f"-CAST({quote_identifier(key)} AS DOUBLE)" if role == "rank"
+               else quote_identifier(key))
+
+    if "grade" in names.qrels or qrels.has("grade"):
+        grade_name = qrels.column(names.qrels.get("grade", "grade"), "grade",
+                                  _role_hint("qrels", "grade", spelling))
+        grade_type = qrels.type_of(grade_name)
+        if not (_numeric(grade_type) or grade_type == "BOOLEAN"):
+            raise ValueError(f"the qrels' grade column {grade_name!r} is {grade_type}: it must "
+                             "be numeric (or BOOLEAN: true = 1)")
+        grade = quote_identifier(grade_name)
+        if grade_type == "BOOLEAN":
+            grade = f"CAST({grade} AS TINYINT)"
+    else:
+        grade = "1"
+
+    by_names = tuple(run.column(name, "by", f"{spelling.argument('by')} names a run column")
+                     for name in by)
+    if run_query.lower() in (name.lower() for name in by_names):
+        raise ValueError(f"{spelling.argument('by', run_query)}: that is the query column; for "
+                         f"one row per query use {spelling.argument('per_user', True)}")
+    return _Columns(
+        run_query=query_sql[0], run_item=item_sql[0], run_key=run_key,
+        qrels_query=query_sql[1], qrels_item=item_sql[1], grade=grade,
+        query_type="VARCHAR" if ids == "varchar" else run.type_of(run_query),
+        query_name=run_query, by=by_names,
     )
 
 
-def _same_kind(run: _Table, qrels: _Table, name: str) -> None:
-    run_type, qrels_type = run.type_of(name), qrels.type_of(name)
-    if _id_kind(run_type) != _id_kind(qrels_type):
-        raise ValueError(
-            f"the {name!r} ids are {run_type} in the run but {qrels_type} in the qrels: ids must "
-            "be of one kind (cast one side)"
-        )
+# --- checks before anything is computed -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Qrels:
+    """What the qrels profile found (one streaming pass)."""
+
+    rows: int
+    dropped: int
+    graded: bool
+    largest: float | None
+
+
+def _kept(c: _Columns) -> str:
+    return f"{c.qrels_query} IS NOT NULL AND {c.qrels_item} IS NOT NULL"
+
+
+def _judgment(con: duckdb.DuckDBPyConnection, view: str, c: _Columns, condition: str,
+              params: dict[str, Any] | None = None) -> str:
+    """'query q, item i' of the first kept qrels row meeting ``condition``, for a message (a
+    second look: building this text for every row would cost the check its speed)."""
+    row = con.execute(
+        f"SELECT {c.qrels_query}::VARCHAR, {c.qrels_item}::VARCHAR FROM {view} "
+        f"WHERE {_kept(c)} AND {condition} LIMIT 1", params,
+    ).fetchall()
+    return f"query {row[0][0]}, item {row[0][1]}" if row else "?"
+
+
+def _profile_qrels(con: duckdb.DuckDBPyConnection, view: str, c: _Columns) -> _Qrels:
+    """Count the qrels and their dropped rows, check the grades and tell whether they are graded
+    (a grade other than 0 and 1)."""
+    kept = _kept(c)
+    rows, dropped, null_grades, non_binary, high = con.execute(f"""
+        SELECT count(*), count(*) FILTER (WHERE NOT ({kept})),
+               count(*) FILTER (WHERE {kept} AND g IS NULL),
+               count(*) FILTER (WHERE {kept} AND g NOT IN (0, 1)),
+               max(g) FILTER (WHERE {kept})
+        FROM (SELECT *, {c.grade} AS g FROM {view})""").fetchall()[0]
+    if null_grades:
+        first = _judgment(con, view, c, f"{c.grade} IS NULL")
+        raise ValueError(f"the qrels have {null_grades} NULL grades (first: {first})")
+    return _Qrels(
+        rows=rows, dropped=dropped, graded=non_binary > 0,
+        largest=None if high is None else float(high),
+    )
+
+
+def _check_grades(con: duckdb.DuckDBPyConnection, view: str, c: _Columns,
+                  requests: Sequence[MetricRequest], qrels: _Qrels, spelling: Spelling) -> None:
+    """Grades a graded metric cannot read are an error here, before any output, with the fix in
+    the caller's own syntax (the SQL functions' messages speak SQL: ``max_grade := 5``)."""
+    for request in requests:
+        form = request.truth_form(qrels.graded)
+        options = {o.name: o.default for m in request.overloads for o in m.options}
+        if "max_grade" not in options or qrels.largest is None:
+            continue
+        limit = float(dict(request.options).get("max_grade", options["max_grade"]))
+        grade = qrels.largest if form == "map" else 1.0
+        if grade > limit:
+            where = (f" ({_judgment(con, view, c, f'{c.grade} = $g', {'g': grade})})"
+                     if form == "map" else "")
+            raise ValueError(
+                f"metric {request.label!r}: the qrels have grade {_number_text(grade)}{where} "
+                f"above {request.name}'s max_grade {_number_text(limit)}; raise it: "
+                f"{spelling.metric(request.rewritten(max_grade=_number_text(math.ceil(grade))))}"
+            )
+
+
+def _check_conflicts(con: duckdb.DuckDBPyConnection, view: str, c: _Columns,
+                     bucket: _Bucket) -> int:
+    """Raise when one (query, item) has two grades in this range; return its judged queries."""
+    where = f"{_kept(c)} AND {bucket.where(c.qrels_query, c.query_type)}"
+    judged, conflicts = con.execute(f"""
+        SELECT count(*), count(*) FILTER (WHERE conflict) FROM (
+          SELECT q, bool_or(low <> high) AS conflict FROM (
+            SELECT {c.qrels_query} AS q, min({c.grade}) AS low, max({c.grade}) AS high
+            FROM {view} WHERE {where} GROUP BY q, {c.qrels_item})
+          GROUP BY q)""", bucket.params).fetchall()[0]
+    if conflicts:
+        example = con.execute(f"""
+            SELECT q::VARCHAR, i::VARCHAR FROM (
+              SELECT {c.qrels_query} AS q, {c.qrels_item} AS i FROM {view} WHERE {where}
+              GROUP BY q, i HAVING min({c.grade}) <> max({c.grade}) LIMIT 1)""",
+            bucket.params).fetchall()[0]
+        raise ValueError(f"the qrels give two different grades to query {example[0]}, item "
+                         f"{example[1]}")
+    return judged
+
+
+# --- ranges of query ids --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Bucket:
+    """One range of query ids: lo < id <= hi (no bound = open)."""
+
+    lo: str | None
+    hi: str | None
+
+    @property
+    def params(self) -> dict[str, str]:
+        bounds = {"duckrank_lo": self.lo, "duckrank_hi": self.hi}
+        return {name: value for name, value in bounds.items() if value is not None}
+
+    def where(self, expression: str, sql_type: str) -> str:
+        # The bounds travel as text and are cast back to the ids' type: exact for every id
+        # type DuckDB can cast to and from VARCHAR.
+        parts = ["true"]
+        if self.lo is not None:
+            parts.append(f"{expression} > CAST($duckrank_lo AS {sql_type})")
+        if self.hi is not None:
+            parts.append(f"{expression} <= CAST($duckrank_hi AS {sql_type})")
+        return " AND ".join(parts)
+
+
+def _buckets(con: duckdb.DuckDBPyConnection, view: str, c: _Columns, rows: int) -> list[_Bucket]:
+    """Ranges of query ids holding about ROWS_PER_BUCKET rows each, their bounds taken from a
+    sample of the run's query ids in the ids' own order."""
+    count = math.ceil(rows / ROWS_PER_BUCKET)
+    if count <= 1:
+        return [_Bucket(None, None)]
+    sample = con.execute(f"""
+        SELECT CAST(q AS VARCHAR) FROM (
+          SELECT q FROM (SELECT {c.run_query} AS q FROM {view} WHERE {c.run_query} IS NOT NULL)
+          USING SAMPLE reservoir({SAMPLE_ROWS} ROWS) REPEATABLE (20240609))
+        ORDER BY q""").fetchall()
+    bounds: list[str] = []
+    for j in range(1, count):
+        value = sample[j * len(sample) // count][0] if sample else None
+        if value is not None and (not bounds or bounds[-1] != value):
+            bounds.append(value)
+    edges: list[str | None] = [None, *bounds, None]
+    return [_Bucket(lo, hi) for lo, hi in zip(edges, edges[1:], strict=False)]
 
 
 # --- the query ------------------------------------------------------------------------------------
 
-@dataclass
-class _Plan:
-    sql: str
-    params: dict[str, Any]
+@dataclass(frozen=True)
+class _Metric:
+    request: MetricRequest
+    column: str  # the output column's name
+    truth: str  # the judged CTE's column it reads
 
 
-def _profile_qrels(
-    con: duckdb.DuckDBPyConnection, qrels_view: str, query: str, item: str, grade: str
-) -> bool:
-    """Check the judgments and tell whether they are graded (a grade other than 0 and 1)."""
-    rows = con.execute(
-        f"SELECT count(*) FILTER (WHERE g IS NULL), "
-        f"any_value(q::VARCHAR || ', item ' || i::VARCHAR) FILTER (WHERE g IS NULL), "
-        f"count(*) FILTER (WHERE g NOT IN (0, 1)) FROM "
-        f"(SELECT {query} AS q, {item} AS i, {grade} AS g FROM {qrels_view} "
-        f"WHERE {query} IS NOT NULL AND {item} IS NOT NULL)"
-    ).fetchall()
-    null_grades, example, non_binary = rows[0]
-    if null_grades:
-        raise ValueError(f"the qrels have {null_grades} NULL grades (first: query {example})")
-    conflicts = con.execute(
-        f"SELECT q::VARCHAR || ', item ' || i::VARCHAR FROM (SELECT DISTINCT {query} AS q, "
-        f"{item} AS i, {grade} AS g FROM {qrels_view} WHERE {query} IS NOT NULL AND {item} IS NOT "
-        f"NULL) GROUP BY q, i HAVING count(*) > 1 LIMIT 1"
-    ).fetchall()
-    if conflicts:
-        raise ValueError(f"the qrels give two different grades to query {conflicts[0][0]}")
-    return non_binary > 0
+@dataclass(frozen=True)
+class _Truth:
+    """One truth column of the judged CTE: the MAP of grades, or the LIST of the items with
+    grade > 0 (``min_grade`` None) or grade >= min_grade."""
+
+    name: str
+    graded: bool
+    min_grade: int | float | None = None
 
 
-def _plan(
-    con: duckdb.DuckDBPyConnection, run_view: str, qrels_view: str, run: _Table, qrels: _Table,
-    requests: Sequence[MetricRequest], by: Sequence[str], per_user: bool, columns: Columns,
-) -> _Plan:
-    query_name = _query_column(columns, run, qrels)
-    query_run = quote_identifier(run.column(query_name, "query"))
-    query_qrels = quote_identifier(qrels.column(query_name, "query"))
-    item_run = quote_identifier(run.column(columns.item, "item"))
-    item_qrels = quote_identifier(qrels.column(columns.item, "item"))
-    score = quote_identifier(run.column(columns.score, "score"))
-    _same_kind(run, qrels, query_name)
-    _same_kind(run, qrels, columns.item)
-    if columns.grade is not None or qrels.has("grade"):
-        grade = quote_identifier(qrels.column(columns.grade or "grade", "grade"))
-    else:
-        grade = "1"
-    by_names = [run.column(name, "--by") for name in by]
-    if query_name.lower() in (name.lower() for name in by_names):
-        raise ValueError(f"by={query_name!r} is the query column: use per_user instead")
-
-    graded = _profile_qrels(con, qrels_view, query_qrels, item_qrels, grade)
-
-    params: dict[str, Any] = {}
-    calls = []
+def _plan_metrics(
+    requests: Sequence[MetricRequest], graded: bool
+) -> tuple[list[_Metric], list[_Truth]]:
+    """The output columns (one per distinct name) and only the truth forms they read: a MAP of
+    every judgment costs memory for nothing when no metric takes grades."""
+    truths: dict[tuple[bool, int | float | None], _Truth] = {}
+    metrics: dict[str, _Metric] = {}
     for request in requests:
-        arguments = ["duckrank_rec", f"duckrank_truth_{request.truth_form(graded)}"]
-        named = ([("k", request.k)] if request.k is not None else []) + list(request.options)
-        for name, value in named:
-            parameter = f"p{len(params)}"
-            params[parameter] = value
-            arguments.append(f"{quote_identifier(name)} := ${parameter}")
-        call = f"{quote_identifier(request.name)}({', '.join(arguments)})"
-        label = quote_identifier(request.label)
-        calls.append(f"CASE WHEN duckrank_judged THEN {call} END AS {label}")
+        is_map = request.truth_form(graded) == "map"
+        key = (is_map, None if is_map else request.min_grade)
+        truth = truths.setdefault(key, _Truth(f"duckrank_truth{len(truths)}", *key))
+        column = request.column(graded)
+        metrics.setdefault(column, _Metric(request, column, truth.name))
+    return list(metrics.values()), list(truths.values())
 
-    by_select = "".join(f"{quote_identifier(n)}, " for n in by_names)
-    keep = f"{query_run} IS NOT NULL AND {item_run} IS NOT NULL"
+
+def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_Metric],
+                truths: Sequence[_Truth], bucket: _Bucket) -> tuple[str, dict[str, Any]]:
+    """The CTEs ranked, judged and scored of one range of query ids, and their parameters."""
+    params: dict[str, Any] = dict(bucket.params)
+
+    def parameter(value: Any) -> str:
+        name = f"p{len(params)}"
+        params[name] = value
+        return f"${name}"
+
+    judged = []
+    for truth in truths:
+        if truth.graded:
+            # A negative grade (TREC's -2 for spam) is non-relevant: gain 0, as in trec_eval.
+            sql = "map_from_entries(list({'key': i, 'value': greatest(g, 0)::DOUBLE}))"
+        else:
+            relevant = ("g > 0" if truth.min_grade is None
+                        else f"g >= {parameter(truth.min_grade)}")
+            sql = f"coalesce(list(i) FILTER (WHERE {relevant}), list(i)[1:0])"
+        judged.append(f",\n         {sql} AS {truth.name}")
+    calls = []
+    for index, metric in enumerate(metrics):
+        request = metric.request
+        arguments = ["duckrank_rec", metric.truth]
+        named = ([("k", request.k)] if request.k is not None else []) + list(request.options)
+        arguments += [f"{quote_identifier(name)} := {parameter(value)}" for name, value in named]
+        call = f"{quote_identifier(request.name)}({', '.join(arguments)})"
+        calls.append(f"CASE WHEN duckrank_judged THEN {call} END AS duckrank_m{index}")
+    by_select = c.by_select
     sql = f"""
 WITH ranked AS (
-  SELECT {by_select}{query_run} AS duckrank_query,
-         to_ordered_list({item_run}, {score}, '-reverse') AS duckrank_rec
-  FROM {run_view} WHERE {keep} GROUP BY ALL
+  SELECT {by_select}{c.run_query} AS duckrank_query,
+         to_ordered_list({c.run_item}, {c.run_key}, '-reverse') AS duckrank_rec
+  FROM {run_view}
+  WHERE {c.run_query} IS NOT NULL AND {c.run_item} IS NOT NULL AND {c.run_key} IS NOT NULL
+    AND {bucket.where(c.run_query, c.query_type)}
+  GROUP BY ALL
 ),
 judged AS (
-  SELECT q AS duckrank_query,
-         coalesce(list(i) FILTER (WHERE g > 0), list(i)[1:0]) AS duckrank_truth_list,
-         map_from_entries(list({{'key': i, 'value': g::DOUBLE}})) AS duckrank_truth_map
-  FROM (SELECT DISTINCT {query_qrels} AS q, {item_qrels} AS i, {grade} AS g FROM {qrels_view}
-        WHERE {query_qrels} IS NOT NULL AND {item_qrels} IS NOT NULL)
+  SELECT q AS duckrank_query, true AS duckrank_in_qrels{''.join(judged)}
+  FROM (SELECT DISTINCT {c.qrels_query} AS q, {c.qrels_item} AS i, {c.grade} AS g
+        FROM {qrels_view}
+        WHERE {c.qrels_query} IS NOT NULL AND {c.qrels_item} IS NOT NULL
+          AND {bucket.where(c.qrels_query, c.query_type)})
   GROUP BY q
 ),
 scored AS (
-  SELECT {by_select}duckrank_query, duckrank_truth_list IS NOT NULL AS duckrank_judged,
+  SELECT {by_select}duckrank_query, duckrank_in_qrels IS NOT NULL AS duckrank_judged,
          {', '.join(calls)}
   FROM ranked LEFT JOIN judged USING (duckrank_query)
 )"""
-    labels = [quote_identifier(r.label) for r in requests]
-    if per_user:
-        sql += (
-            f"\nSELECT {by_select}duckrank_query AS {quote_identifier(query_name)}, "
-            f"{', '.join(labels)} FROM scored WHERE duckrank_judged ORDER BY ALL"
-        )
-    else:
-        scored, unjudged, unranked = (quote_identifier(c) for c in COUNT_COLUMNS)
-        means = ", ".join(f"favg({label}) AS {label}" for label in labels)
-        sql += (
-            f"\nSELECT {by_select}count(*) FILTER (WHERE duckrank_judged) AS {scored}, "
-            f"count(*) FILTER (WHERE NOT duckrank_judged) AS {unjudged}, "
-            f"(SELECT count(*) FROM judged) - count(*) FILTER (WHERE duckrank_judged) "
-            f"AS {unranked}, {means} FROM scored"
-            + (" GROUP BY ALL ORDER BY ALL" if by_names else "")
-        )
-    return _Plan(sql, params)
+    return sql, params
+
+
+@dataclass
+class Result:
+    """The evaluation's output: ``columns`` and its rows, computed one range of query ids at a
+    time as they are read (inside the ``evaluation`` block). ``queries`` gives each range's SQL
+    and parameters, in output order."""
+
+    columns: list[str]
+    connection: duckdb.DuckDBPyConnection
+    queries: Callable[[], Iterator[tuple[str, dict[str, Any]]]]
+
+    def rows(self, batch_size: int = 10_000) -> Iterator[tuple[Any, ...]]:
+        for sql, params in self.queries():
+            yield from self.connection.sql(sql, params=params).iter_rows(batch_size=batch_size)
+
+    def df(self) -> pandas.DataFrame:
+        """One DataFrame, converted once by DuckDB (DataFrames of the ranges apart could differ
+        in dtype: a text column all NULL in one range is ``object`` there)."""
+        queries = list(self.queries())
+        if len(queries) == 1:
+            return self.connection.sql(queries[0][0], params=queries[0][1]).df()
+        table = quote_identifier(f"duckrank_rows_{uuid.uuid4().hex}")
+        try:
+            for index, (sql, params) in enumerate(queries):
+                prefix = f"CREATE TEMP TABLE {table} AS" if index == 0 else f"INSERT INTO {table}"
+                self.connection.execute(f"{prefix} {sql}", params)
+            return self.connection.table(table[1:-1]).df()
+        finally:
+            self.connection.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def _warn_dropped(run_dropped: int, qrels_dropped: int, run_key: str) -> None:
+    if not run_dropped and not qrels_dropped:
+        return
+    key = "rank" if run_key.startswith("-") else "score"
+    warnings.warn(
+        f"left out {run_dropped} run rows with a NULL query, item or {key} and {qrels_dropped} "
+        "qrels rows with a NULL query or item (counted in the 'dropped' column)",
+        DroppedRows, stacklevel=5,  # the caller of evaluate()
+    )
 
 
 @contextmanager
@@ -361,31 +812,114 @@ def evaluation(
     metrics: Sequence[str],
     by: Sequence[str] = (),
     per_user: bool = False,
-    columns: Columns = Columns(),
-) -> Iterator[duckdb.DuckDBPyRelation]:
-    """The evaluation as a relation of ``con`` (which must have duckrank registered), valid inside
-    the ``with`` block: one row per ``by`` group (one row in all without ``by``) with the counts of
-    queries scored, unjudged (in the run, not in the qrels) and unranked (in the qrels, not in the
-    run) and the mean of each metric over the scored queries where it is defined; with
-    ``per_user``, one row per scored query instead. ``run`` and ``qrels``: file paths, relations of
-    ``con``, or pandas, polars or Arrow tables. The views it makes on ``con`` are dropped after."""
+    names: ColumnNames = ColumnNames({}, {}),
+    ids: str = "typed",
+    spelling: Spelling = PYTHON,
+) -> Iterator[Result]:
+    """The evaluation on ``con`` (which must have duckrank registered), valid inside the
+    ``with`` block: one row per ``by`` group (one row in all without ``by``) with the counts of
+    queries scored, unjudged (in the run, not in the qrels), unranked (in the qrels, not in the
+    run), the input rows dropped, and the mean of each metric over the scored queries where it
+    is defined; with ``per_user``, one row per scored query instead, ordered by query. ``run``
+    and ``qrels``: file paths, relations of ``con``, or pandas, polars or Arrow tables. Every
+    check (columns, ids, grades) runs before the first row is computed. The views and tables it
+    makes on ``con`` are dropped after."""
+    if ids not in ID_MODES:
+        raise ValueError(f"{spelling.argument('ids')} must be one of {', '.join(ID_MODES)}, got "
+                         f"{ids!r}")
     requests = list({r.label: r for r in map(parse_metric, metrics)}.values())
     if not requests:
         raise ValueError("no metric requested: name at least one, e.g. ndcg@10")
     registered: list[str] = []
-    views: list[str] = []
+    dropped_objects: list[str] = []
     try:
+        views = []
         tables = []
-        for table, kind in ((run, "run"), (qrels, "qrels")):
-            relation = _as_relation(con, table, kind, columns, registered)
-            views.append(f"duckrank_{kind}_view_{uuid.uuid4().hex}")
-            relation.create_view(views[-1])
+        for table, kind, roles in ((run, "run", names.run), (qrels, "qrels", names.qrels)):
+            relation = _as_relation(con, table, kind, roles, registered)
+            view = f"duckrank_{kind}_view_{uuid.uuid4().hex}"
+            relation.create_view(view)
+            views.append(quote_identifier(view))
+            dropped_objects.append(f"VIEW IF EXISTS {views[-1]}")
             tables.append(_Table(relation, kind))
-        plan = _plan(con, *views, *tables, requests, by, per_user, columns)
-        yield con.sql(plan.sql, params=plan.params)
+        run_view, qrels_view = views
+        c = _columns(*tables, names, by, ids, spelling)
+
+        profile = _profile_qrels(con, qrels_view, c)
+        _check_grades(con, qrels_view, c, requests, profile, spelling)
+        metric_columns, truths = _plan_metrics(requests, profile.graded)
+
+        # Per run group: its rows and the rows dropped (a NULL query, item, score or rank).
+        empty_sums = "".join(f", NULL::DOUBLE AS duckrank_s{i}, 0::BIGINT AS duckrank_n{i}"
+                             for i in range(len(metric_columns)))
+        partials = quote_identifier(f"duckrank_partials_{uuid.uuid4().hex}")
+        dropped_objects.append(f"TABLE IF EXISTS {partials}")
+        con.execute(f"""
+            CREATE TEMP TABLE {partials} AS
+            SELECT {c.by_select}count(*) AS duckrank_rows,
+                   count(*) FILTER (WHERE {c.run_query} IS NULL OR {c.run_item} IS NULL
+                                    OR {c.run_key} IS NULL) AS dropped,
+                   0::BIGINT AS scored, 0::BIGINT AS unjudged{empty_sums}
+            FROM {run_view}{c.group_by}""")
+        run_rows, run_dropped = con.execute(
+            f"SELECT coalesce(sum(duckrank_rows), 0), coalesce(sum(dropped), 0) FROM {partials}"
+        ).fetchall()[0]
+        _warn_dropped(run_dropped, profile.dropped, c.run_key)
+
+        buckets = _buckets(con, run_view, c, run_rows + profile.rows)
+        judged_queries = sum(_check_conflicts(con, qrels_view, c, b) for b in buckets)
+
+        labels = [m.column for m in metric_columns]
+        if per_user:
+            query_label = quote_identifier(c.query_name)
+            metric_select = ", ".join(
+                f"duckrank_m{i} AS {quote_identifier(m.column)}"
+                for i, m in enumerate(metric_columns)
+            )
+            order = ", ".join([str(len(c.by) + 1), *(str(i + 1) for i in range(len(c.by)))])
+
+            def queries() -> Iterator[tuple[str, dict[str, Any]]]:
+                for bucket in buckets:
+                    sql, params = _scored_sql(run_view, qrels_view, c, metric_columns, truths,
+                                              bucket)
+                    yield (
+                        f"{sql}\nSELECT {c.by_select}duckrank_query AS "
+                        f"{query_label}, {metric_select} FROM scored WHERE duckrank_judged "
+                        f"ORDER BY {order}", params,
+                    )
+
+            yield Result([*c.by, c.query_name, *labels], con, queries)
+            return
+
+        sums = "".join(
+            f", fsum(duckrank_m{i}) AS duckrank_s{i}, count(duckrank_m{i}) AS duckrank_n{i}"
+            for i in range(len(metric_columns))
+        )
+        for bucket in buckets:
+            sql, params = _scored_sql(run_view, qrels_view, c, metric_columns, truths, bucket)
+            con.execute(
+                f"INSERT INTO {partials} BY NAME {sql}\n"
+                f"SELECT {c.by_select}count(*) FILTER (WHERE duckrank_judged) AS scored, "
+                f"count(*) FILTER (WHERE NOT duckrank_judged) AS unjudged{sums} "
+                f"FROM scored{c.group_by}", params,
+            )
+        scored, unjudged, unranked, dropped = (quote_identifier(n) for n in COUNT_COLUMNS)
+        means = "".join(
+            f", fsum(duckrank_s{i}) / nullif(sum(duckrank_n{i}), 0) AS {quote_identifier(m)}"
+            for i, m in enumerate(labels)
+        )
+        summary = (
+            f"SELECT {c.by_select}sum(scored)::BIGINT AS {scored}, "
+            f"sum(unjudged)::BIGINT AS {unjudged}, "
+            f"($judged - sum(scored))::BIGINT AS {unranked}, "
+            f"(sum(dropped) + $qrels_dropped)::BIGINT AS {dropped}{means} FROM {partials}"
+            + (f"{c.group_by} ORDER BY ALL" if c.by else "")
+        )
+        params = {"judged": judged_queries, "qrels_dropped": profile.dropped}
+        yield Result([*c.by, *COUNT_COLUMNS, *labels], con, lambda: iter([(summary, params)]))
     finally:
-        for view in views:
-            con.execute(f"DROP VIEW IF EXISTS {quote_identifier(view)}")
+        for name in dropped_objects:
+            con.execute(f"DROP {name}")
         for name in registered:
             con.unregister(name)
 
@@ -398,35 +932,51 @@ def evaluate(
     *,
     per_user: bool = False,
     query_column: str | None = None,
-    item_column: str = "item",
-    score_column: str = "score",
+    item_column: str | None = None,
+    score_column: str | None = None,
+    rank_column: str | None = None,
     grade_column: str | None = None,
+    run_columns: Mapping[str, str] | None = None,
+    qrels_columns: Mapping[str, str] | None = None,
+    ids: str = "typed",
     connection: duckdb.DuckDBPyConnection | None = None,
 ) -> pandas.DataFrame:
     """Score ``run`` against ``qrels`` and return a pandas DataFrame with one column per metric.
 
     ``run``: a table with one row per (query, item, score); ``qrels``: one row per (query, item,
     grade). Either may be a pandas or polars DataFrame, a pyarrow Table / Dataset / RecordBatch
-    reader (DuckDB reads them in place), a DuckDB relation of ``connection``, or the path of a
-    Parquet, CSV or TREC file. ``metrics``: requests such as ``"ndcg@10"``, ``"map@100"`` or
-    ``"ndcg(gain=linear)@10"`` (see ``parse_metric``). ``by``: column(s) of the run to report
-    one row per group of (a system, a segment). ``per_user``: one row per query instead of means.
+    reader (DuckDB reads them in place; a reader is read into memory first), a DuckDB relation of
+    ``connection``, or the path of a Parquet, CSV or TREC file. ``metrics``: requests such as
+    ``"ndcg@10"``, ``"map@100"`` or ``"ndcg(gain=linear)@10"`` (see ``parse_metric``). ``by``:
+    column(s) of the run to report one row per group of (a system, a segment). ``per_user``: one
+    row per query instead of means.
 
-    Columns default to ``query`` (or ``user``), ``item``, ``score`` and ``grade``; a qrels table
-    without a grade column counts every row as relevant. Graded qrels (a grade other than 0 or 1)
-    are passed as a MAP item -> grade to the metrics that take one; binary metrics get the items
-    with grade > 0.
+    Columns default to ``query`` (or ``user``), ``item``, ``score`` and ``grade``;
+    ``query_column=`` ... ``grade_column=`` name them for both files, ``run_columns=`` /
+    ``qrels_columns=`` (``{'query': 'user_id'}``; roles ``RUN_ROLES`` / ``QRELS_ROLES``) for one
+    file. ``rank_column=`` ranks the run by an ascending rank (1 = best) instead of a score. A
+    qrels table without a grade column counts every row as relevant. ``ids='varchar'`` compares
+    query and item ids as text when the two files type them differently.
+
+    Graded qrels (a grade other than 0 or 1) are passed as a MAP item -> grade to the metrics
+    that take one, and the column says so (``ndcg@10`` -> ``ndcg(gain=exponential)@10``);
+    ``ndcg(relevance=binary)@10`` or ``ndcg(min_grade=2)@10`` ask for the binary reading. Binary
+    metrics get the items with grade > 0 (or >= ``min_grade``).
     """
     from duckrank.engines.duckdb import connect, register
 
-    con = register(connection) if connection is not None else connect()
     if isinstance(metrics, str):
         metrics = [metrics]
     if isinstance(by, str):
         by = [by]
-    columns = Columns(query=query_column, item=item_column, score=score_column, grade=grade_column)
+    names = column_names(
+        {"query": query_column, "item": item_column, "score": score_column,
+         "rank": rank_column, "grade": grade_column},
+        run_columns, qrels_columns,
+    )
+    con = register(connection) if connection is not None else connect()
     try:
-        with evaluation(con, run, qrels, metrics, by or (), per_user, columns) as result:
+        with evaluation(con, run, qrels, metrics, by or (), per_user, names, ids) as result:
             return result.df()
     finally:
         if connection is None:

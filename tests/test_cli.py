@@ -55,7 +55,7 @@ def test_evaluate_csv_files_as_csv(capsys, guide_files) -> None:
                         "--format", "csv")
     assert code == 0
     [row] = _csv_rows(out)
-    assert (row["scored"], row["unjudged"], row["unranked"]) == ("3", "0", "0")
+    assert (row["scored"], row["unjudged"], row["unranked"], row["dropped"]) == ("3", "0", "0", "0")
     assert float(row["ndcg@2"]) == pytest.approx(NDCG_2, abs=1e-12)
     assert float(row["map@4"]) == pytest.approx(MAP_4, abs=1e-12)
 
@@ -88,9 +88,9 @@ def test_evaluate_trec_files_by_tag_as_table(capsys, tmp_path: Path) -> None:
     code, out, _ = _run(capsys, "evaluate", str(run), str(qrels), "-m", "mrr", "--by", "tag")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["tag", "scored", "unjudged", "unranked", "mrr"]
-    assert lines[2].split() == ["a", "1", "1", "0", "1.0"]
-    assert lines[3].split() == ["b", "1", "0", "0", "0.5"]
+    assert lines[0].split() == ["tag", "scored", "unjudged", "unranked", "dropped", "mrr"]
+    assert lines[2].split() == ["a", "1", "1", "0", "0", "1.0"]
+    assert lines[3].split() == ["b", "1", "0", "0", "0", "0.5"]
 
 
 def test_table_digits(capsys, guide_files) -> None:
@@ -171,3 +171,134 @@ def test_demo_through_the_console_script() -> None:
     assert float(values["map@4"]) == pytest.approx(MAP_4, abs=1e-12)
     assert "--by tag" in result.stdout
     assert not math.isnan(float(lines[-4].split()[-1]))
+
+
+# --- issue 13: errors a user can act on (17) ------------------------------------------------------
+
+@pytest.mark.parametrize("extra", [[], ["--per-user"]])
+def test_no_header_before_an_error(capsys, guide_files, extra: list[str]) -> None:
+    """base applies to the jarvelin discount only: the SQL function raises while the rows are
+    computed, which is before anything is written."""
+    run, qrels = guide_files
+    code, out, err = _run(capsys, "evaluate", str(run), str(qrels), "-m",
+                          "ndcg(discount=log2,base=3)@2", "--format", "csv", *extra)
+    assert (code, out) == (1, "")
+    assert "base applies to discount := 'jarvelin' only" in err
+
+
+def test_sql_command_no_header_before_an_error(capsys) -> None:
+    code, out, err = _run(capsys, "sql", "SELECT error('boom') AS v FROM range(3)",
+                          "--format", "csv")
+    assert (code, out) == (1, "")
+    assert "boom" in err
+
+
+@pytest.mark.parametrize("digits", ["-3", "18", "two"])
+def test_digits_out_of_range_is_a_clear_error(capsys, guide_files, digits: str) -> None:
+    run, qrels = guide_files
+    with pytest.raises(SystemExit) as raised:
+        main(["evaluate", str(run), str(qrels), "-m", "ndcg", "--digits", digits])
+    assert raised.value.code == 2
+    assert (f"argument --digits: the decimals to show must be a whole number from 0 to 17, got "
+            f"'{digits}'") in capsys.readouterr().err
+
+
+def test_duplicate_metric_options_are_an_error(capsys, guide_files) -> None:
+    run, qrels = guide_files
+    code, out, err = _run(capsys, "evaluate", str(run), str(qrels), "-m",
+                          "ndcg(gain=linear,gain=exponential)@2")
+    assert (code, out) == (1, "")
+    assert "option gain is given twice" in err
+
+
+def test_err_max_grade_hint_in_command_line_syntax(capsys, tmp_path: Path) -> None:
+    """Grades up to 5 with err's default max_grade 4: the hint is the -m to write (the SQL
+    function's own message, max_grade := 5, is for SQL)."""
+    run = _csv(tmp_path / "rec.csv", ["user", "item", "score"], REC_ROWS)
+    qrels = _csv(tmp_path / "truth.csv", ["user", "item", "grade"],
+                 [(u, i, g) for u, i in TRUTH_ROWS for g in [5 if i == 2 else 1]])
+    code, out, err = _run(capsys, "evaluate", str(run), str(qrels), "-m", "err@4")
+    assert (code, out) == (1, "")
+    assert "the qrels have grade 5 (query " in err
+    assert "above err's max_grade 4; raise it: -m 'err(max_grade=5)@4'" in err
+    assert ":=" not in err and "metrics=" not in err
+
+
+def test_errors_name_command_line_flags(capsys, tmp_path: Path) -> None:
+    run = _csv(tmp_path / "rec.csv", ["uid", "item", "score"], REC_ROWS)
+    qrels = _csv(tmp_path / "truth.csv", ["user", "item"], TRUTH_ROWS)
+    code, _, err = _run(capsys, "evaluate", str(run), str(qrels), "-m", "ndcg")
+    assert code == 1
+    assert "--query-column" in err and "--run-columns query=NAME" in err
+    assert "query_column=" not in err
+
+
+# --- dropped rows (18), per-file columns and id casts (19), labels (20) ---------------------------
+
+def test_dropped_rows_are_counted_and_reported(capsys, tmp_path: Path) -> None:
+    """Two run rows without an item and one qrels row without a query are left out: dropped 3,
+    and a warning on stderr says which file they came from."""
+    run = _csv(tmp_path / "rec.csv", ["user", "item", "score"],
+               [*REC_ROWS, (1, "", 1.0), (2, "", 1.0)])
+    qrels = _csv(tmp_path / "truth.csv", ["user", "item"], [*TRUTH_ROWS, ("", 1)])
+    code, out, err = _run(capsys, "evaluate", str(run), str(qrels), "-m", "ndcg@2",
+                          "--format", "csv")
+    assert code == 0
+    [row] = _csv_rows(out)
+    assert (row["scored"], row["dropped"]) == ("3", "3")
+    assert float(row["ndcg@2"]) == pytest.approx(NDCG_2, abs=1e-12)
+    assert ("duckrank evaluate: warning: left out 2 run rows with a NULL query, item or score "
+            "and 1 qrels rows with a NULL query or item") in err
+
+
+def test_parquet_run_against_csv_qrels_with_other_names_and_id_kinds(capsys,
+                                                                     tmp_path: Path) -> None:
+    """A Parquet run (BIGINT user_id, movie, pred) against CSV qrels (text user, item, rel):
+    per-file column names and --ids varchar give the guide's numbers."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE rec(user_id BIGINT, movie BIGINT, pred DOUBLE)")
+    con.executemany("INSERT INTO rec VALUES (?, ?, ?)", REC_ROWS)
+    run = tmp_path / "rec.parquet"
+    con.sql("SELECT * FROM rec").write_parquet(str(run))
+    qrels = _csv(tmp_path / "truth.csv", ["user", "item", "rel"],
+                 [(u, i, 1) for u, i in TRUTH_ROWS])
+    argv = ["evaluate", str(run), str(qrels), "-m", "ndcg@2", "-m", "map@4", "--format", "csv",
+            "--run-columns", "query=user_id,item=movie", "--run-columns", "score=pred",
+            "--qrels-columns", "query=user,grade=rel"]
+    code, _, err = _run(capsys, *argv)
+    assert code == 1
+    assert ("the query ids are BIGINT in the run ('user_id') but VARCHAR in the qrels ('user'): "
+            "compare them as text with --ids varchar") in err
+    code, out, err = _run(capsys, *argv, "--ids", "varchar")
+    assert code == 0, err
+    [row] = _csv_rows(out)
+    assert float(row["ndcg@2"]) == pytest.approx(NDCG_2, abs=1e-12)
+    assert float(row["map@4"]) == pytest.approx(MAP_4, abs=1e-12)
+
+
+def test_rank_column_instead_of_score(capsys, tmp_path: Path) -> None:
+    """The guide's rec as ranks 1..4 (1 = best) gives the guide's ndcg@2."""
+    rows = [(u, i, r) for u in (1, 2, 3) for r, i in enumerate((1, 3, 2, 6), start=1)]
+    run = _csv(tmp_path / "rec.csv", ["user", "item", "pos"], rows)
+    qrels = _csv(tmp_path / "truth.csv", ["user", "item"], TRUTH_ROWS)
+    code, out, err = _run(capsys, "evaluate", str(run), str(qrels), "-m", "ndcg@2",
+                          "--rank-column", "pos", "--format", "csv")
+    assert code == 0, err
+    assert float(_csv_rows(out)[0]["ndcg@2"]) == pytest.approx(NDCG_2, abs=1e-12)
+    with pytest.raises(SystemExit):
+        main(["evaluate", str(run), str(qrels), "-m", "ndcg", "--rank-column", "pos",
+              "--score-column", "s"])
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_graded_qrels_name_the_gain_in_the_header(capsys, tmp_path: Path) -> None:
+    """Grades 0..2: ndcg@10 is the graded form, and its column says which gain."""
+    run = tmp_path / "r.run"
+    run.write_text("q1 Q0 a 1 3 t\nq1 Q0 b 2 2 t\nq1 Q0 c 3 1 t\n")
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("q1 0 a 0\nq1 0 b 2\nq1 0 c 1\n")
+    code, out, err = _run(capsys, "evaluate", str(run), str(qrels), "-m", "ndcg@10", "-m",
+                          "ndcg(relevance=binary)@10", "--format", "csv")
+    assert code == 0, err
+    assert out.splitlines()[0].split(",")[-2:] == ["ndcg(gain=exponential)@10",
+                                                   "ndcg(relevance=binary)@10"]

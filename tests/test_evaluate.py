@@ -8,7 +8,9 @@ each test.
 from __future__ import annotations
 
 import math
+import re
 
+import numpy as np
 import pandas as pd
 import polars as pl
 import pyarrow as pa
@@ -40,7 +42,7 @@ def _dummy_truth() -> pd.DataFrame:
 def test_guide_example_from_pandas() -> None:
     result = duckrank.evaluate(_dummy_rec(), _dummy_truth(), list(GUIDE))
     assert list(result.columns) == [*COUNT_COLUMNS, *GUIDE]
-    assert result.loc[0, list(COUNT_COLUMNS)].tolist() == [3, 0, 0]
+    assert result.loc[0, list(COUNT_COLUMNS)].tolist() == [3, 0, 0, 0]
     for request, value in GUIDE.items():
         assert result[request][0] == pytest.approx(value, abs=1e-12), request
 
@@ -82,7 +84,7 @@ def test_counts_of_scored_unjudged_and_unranked_queries_by_system() -> None:
     assert result["system"].tolist() == ["A", "B"]
     # A: users 1 and 2 scored (both hit), 3 unjudged, 4 unranked.
     # B: user 1 scored (misses: it recommends 11), 9 unjudged, 2 and 4 unranked.
-    assert result[list(COUNT_COLUMNS)].values.tolist() == [[2, 1, 1], [1, 1, 2]]
+    assert result[list(COUNT_COLUMNS)].values.tolist() == [[2, 1, 1, 0], [1, 1, 2, 0]]
     assert result["hitrate"].tolist() == [1.0, 0.0]
 
 
@@ -112,7 +114,9 @@ def test_graded_qrels_feed_a_map_to_graded_metrics_and_grade_above_zero_to_binar
     result = duckrank.evaluate(run, qrels, ["ndcg", "map"])
     dcg = 3 / math.log2(3) + 0.5
     idcg = 3 + 1 / math.log2(3)
-    assert result["ndcg"][0] == pytest.approx(dcg / idcg, abs=1e-12)
+    # The column names the gain the graded qrels chose (docs/integrations.md, "Graded qrels").
+    assert list(result.columns)[-2:] == ["ndcg(gain=exponential)", "map"]
+    assert result["ndcg(gain=exponential)"][0] == pytest.approx(dcg / idcg, abs=1e-12)
     assert result["map"][0] == pytest.approx(7 / 12, abs=1e-12)
 
 
@@ -171,7 +175,8 @@ def test_parse_metric_reads_names_aliases_k_and_options() -> None:
         ("nope@10", "unknown metric 'nope'; known metrics: .*average_precision"),
         ("ndcg@0", "the cut-off after @ must be a positive integer or 'all', got '0'"),
         ("ndcg@ten", "got 'ten'"),
-        ("mrr(color=red)", "unknown option 'color=red'; mrr takes: none"),
+        ("mrr(color=red)", "unknown option 'color=red'; mrr takes: min_grade"),
+        ("spearman(color=red)", "unknown option 'color=red'; spearman takes: none"),
         ("spearman@10", "spearman takes no cut-off"),
         ("ndcg@10;drop", "the cut-off after @ must be a positive integer"),
         ("ndcg@10; drop table x", "cannot read metric"),
@@ -192,7 +197,9 @@ def test_missing_column_lists_the_columns() -> None:
 
 def test_ids_of_different_kinds_are_an_error() -> None:
     qrels = _dummy_truth().assign(item=lambda df: df["item"].astype(str))
-    with pytest.raises(ValueError, match="the 'item' ids are BIGINT in the run but VARCHAR"):
+    with pytest.raises(ValueError, match=r"the item ids are BIGINT in the run \('item'\) but "
+                                         r"VARCHAR in the qrels \('item'\): compare them as "
+                                         r"text with ids='varchar'"):
         duckrank.evaluate(_dummy_rec(), qrels, ["ndcg"])
 
 
@@ -204,7 +211,247 @@ def test_conflicting_grades_are_an_error() -> None:
 
 def test_a_given_connection_is_left_without_the_temporary_views() -> None:
     con = duckrank.connect()
-    before = con.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchall()
+    made = ("SELECT (SELECT count(*) FROM duckdb_views() WHERE NOT internal), "
+            "(SELECT count(*) FROM duckdb_tables())")
+    before = con.execute(made).fetchall()
     duckrank.evaluate(_dummy_rec(), _dummy_truth(), ["ndcg"], connection=con)
-    after = con.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchall()
-    assert before == after
+    duckrank.evaluate(_dummy_rec(), _dummy_truth(), ["ndcg"], per_user=True, connection=con)
+    assert con.execute(made).fetchall() == before
+
+
+# --- issue 13: labels say what was computed (20) --------------------------------------------------
+
+def _graded_example() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """rec = [a, b, c] (scores 3, 2, 1); grades a: 0, b: 2, c: 1."""
+    run = pd.DataFrame({"query": [1, 1, 1], "item": ["a", "b", "c"], "score": [3.0, 2.0, 1.0]})
+    qrels = pd.DataFrame({"query": [1, 1, 1], "item": ["a", "b", "c"], "grade": [0, 2, 1]})
+    return run, qrels
+
+
+def test_graded_readings_are_named_in_the_column_and_binary_ones_asked_for_by_name() -> None:
+    """Hand calculations, discount log2(i + 1) (rank 2: log2(3), rank 3: log2(4) = 2):
+    graded exponential gain (2^g - 1): DCG = 3/log2(3) + 1/2, IDCG = 3 + 1/log2(3);
+    graded linear gain (g): DCG = 2/log2(3) + 1/2, IDCG = 2 + 1/log2(3);
+    binary, relevant = grade > 0 = {b, c}: DCG = 1/log2(3) + 1/2, IDCG = 1 + 1/log2(3);
+    binary, relevant = grade >= 2 = {b}: DCG = 1/log2(3), IDCG = 1; AP = (1/2) / 1."""
+    run, qrels = _graded_example()
+    requests = ["ndcg", "ndcg(gain=exponential)", "ndcg(gain=linear)", "ndcg(relevance=binary)",
+                "ndcg(min_grade=2)", "map(min_grade=2)", "map"]
+    result = duckrank.evaluate(run, qrels, requests)
+    log3 = math.log2(3)
+    expected = {
+        "ndcg(gain=exponential)": (3 / log3 + 0.5) / (3 + 1 / log3),
+        "ndcg(gain=linear)": (2 / log3 + 0.5) / (2 + 1 / log3),
+        "ndcg(relevance=binary)": (1 / log3 + 0.5) / (1 + 1 / log3),
+        "ndcg(min_grade=2)": 1 / log3,
+        "map(min_grade=2)": 0.5,
+        "map": (1 / 2 + 2 / 3) / 2,
+    }
+    # ndcg and ndcg(gain=exponential) are one computation: one column, named by its gain.
+    assert list(result.columns) == [*COUNT_COLUMNS, *expected]
+    for column, value in expected.items():
+        assert result[column][0] == pytest.approx(value, abs=1e-12), column
+
+
+def test_binary_qrels_keep_the_label_as_written() -> None:
+    """On 0/1 grades every gain gives 1: ndcg@2 is the binary one (the guide's 0.6131...)."""
+    result = duckrank.evaluate(_dummy_rec(), _dummy_truth().assign(grade=1), ["ndcg@2"])
+    assert list(result.columns) == [*COUNT_COLUMNS, "ndcg@2"]
+    assert result["ndcg@2"][0] == pytest.approx(GUIDE["ndcg@2"], abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "message"),
+    [
+        ("ndcg(gain=linear,gain=exponential)@10", "option gain is given twice"),
+        ("map(relevance=graded)", "unknown option 'relevance=graded'; average_precision takes: "
+                                  "min_grade"),
+        ("spearman(min_grade=1)", "unknown option 'min_grade=1'; spearman takes: none"),
+        ("ndcg(relevance=graded,min_grade=2)", "min_grade sets what counts as relevant"),
+        ("ndcg(min_grade=x)", "option min_grade must be a number, got 'x'"),
+    ],
+)
+def test_bad_evaluation_options_are_clear_errors(request_text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_metric(request_text)
+
+
+# --- errors name evaluate()'s arguments (17) ------------------------------------------------------
+
+def test_err_max_grade_hint_in_python_syntax_before_any_sql() -> None:
+    """Grades 1..5 with err's default max_grade 4: the hint is the Python request to write."""
+    qrels = _dummy_truth().assign(grade=[1, 5, 2] * 3)
+    with pytest.raises(ValueError) as raised:
+        duckrank.evaluate(_dummy_rec(), qrels, ["err@4"])
+    message = str(raised.value)
+    assert "the qrels have grade 5 (query " in message
+    assert "above err's max_grade 4; raise it: metrics=['err(max_grade=5)@4']" in message
+    assert "--" not in message and ":=" not in message
+    # The hint works: max_grade 5 reads every grade.
+    assert duckrank.evaluate(_dummy_rec(), qrels, ["err(max_grade=5)@4"])["scored"][0] == 3
+
+
+def test_errors_name_python_arguments_not_flags() -> None:
+    run = _dummy_rec().rename(columns={"user": "uid"})
+    with pytest.raises(ValueError, match="query_column=") as raised:
+        duckrank.evaluate(run, _dummy_truth(), ["ndcg"])
+    assert "--" not in str(raised.value)
+    with pytest.raises(ValueError, match=r"name it with score_column=\)") as raised:
+        duckrank.evaluate(_dummy_rec().rename(columns={"score": "s"}), _dummy_truth(), ["ndcg"])
+    with pytest.raises(ValueError, match=r"by='user': that is the query column; for one row per "
+                                         r"query use per_user=True"):
+        duckrank.evaluate(_dummy_rec(), _dummy_truth(), ["ndcg"], by="user")
+
+
+# --- dropped rows are counted (18) ----------------------------------------------------------------
+
+def test_rows_with_null_ids_or_scores_are_counted_as_dropped() -> None:
+    """Run: (1, a, 3), (1, b, NULL score), (NULL query, c), (2, NULL item): 3 run rows dropped,
+    so query 2 has no list (it is neither scored nor unjudged). Qrels: (1, a), (NULL query, a),
+    (1, NULL item): 2 dropped. Query 1 ranks its one relevant item first: mrr 1."""
+    run = pd.DataFrame({"query": [1, 1, None, 2], "item": ["a", "b", "c", None],
+                        "score": [3.0, None, 1.0, 1.0]})
+    qrels = pd.DataFrame({"query": [1, None, 1], "item": ["a", "a", None], "grade": [1, 1, 1]})
+    with pytest.warns(duckrank.evaluation.DroppedRows,
+                      match="left out 3 run rows with a NULL query, item or score and 2 qrels "
+                            "rows with a NULL query or item"):
+        result = duckrank.evaluate(run, qrels, ["mrr"])
+    assert result[list(COUNT_COLUMNS)].values.tolist() == [[1, 0, 0, 5]]
+    assert result["mrr"][0] == 1.0
+
+
+def test_dropped_rows_by_group_count_the_groups_run_rows_and_every_qrels_row() -> None:
+    """System A drops 1 run row, B none; the 1 dropped qrels row counts in both groups (each
+    group's evaluation left it out). B's only list is for unjudged query 9."""
+    run = pd.DataFrame({"system": ["A", "A", "B"], "query": pd.array([1, None, 9], "Int64"),
+                        "item": [1, 2, 3], "score": [1.0, 1.0, 1.0]})
+    qrels = pd.DataFrame({"query": [1, 1], "item": pd.array([1, None], "Int64"),
+                          "grade": [1, 1]})
+    with pytest.warns(duckrank.evaluation.DroppedRows):
+        result = duckrank.evaluate(run, qrels, ["mrr"], by="system")
+    assert result[["system", *COUNT_COLUMNS]].values.tolist() == [
+        ["A", 1, 0, 0, 2], ["B", 0, 1, 1, 1]
+    ]
+
+
+# --- per-file columns, id casts, rank columns (19) ------------------------------------------------
+
+def test_per_file_column_names_and_ids_compared_as_text() -> None:
+    """A run with BIGINT user_id / movie / pred against qrels with VARCHAR user / item: the
+    guide's lists again, so the guide's ndcg@2."""
+    run = _dummy_rec().rename(columns={"user": "user_id", "item": "movie", "score": "pred"})
+    qrels = _dummy_truth().astype(str)
+    columns = {"run_columns": {"query": "user_id", "item": "movie", "score": "pred"},
+               "qrels_columns": {"query": "user"}}
+    with pytest.raises(ValueError, match=r"the query ids are BIGINT in the run \('user_id'\) but "
+                                         r"VARCHAR in the qrels \('user'\): compare them as text "
+                                         r"with ids='varchar'"):
+        duckrank.evaluate(run, qrels, ["ndcg@2"], **columns)
+    result = duckrank.evaluate(run, qrels, ["ndcg@2"], per_user=True, ids="varchar", **columns)
+    assert list(result.columns) == ["user_id", "ndcg@2"]
+    assert result["user_id"].tolist() == ["1", "2", "3"]
+    assert result["ndcg@2"].tolist() == pytest.approx([GUIDE["ndcg@2"]] * 3, abs=1e-12)
+
+
+def test_per_file_names_win_over_the_shared_ones() -> None:
+    run = _dummy_rec().rename(columns={"user": "uid"})
+    result = duckrank.evaluate(run, _dummy_truth(), ["ndcg@2"], query_column="user",
+                               run_columns={"query": "uid"})
+    assert result["ndcg@2"][0] == pytest.approx(GUIDE["ndcg@2"], abs=1e-12)
+
+
+def test_rank_column_ranks_ascending_with_ties_broken_by_item_descending() -> None:
+    """The guide's rec as ranks 1..4: the guide's ndcg@2. Query 2: items 5 and 7 share rank 1
+    (tie broken by item, descending, as for scores: 7 then 5); the relevant 5 is second: mrr 1/2."""
+    run = pd.DataFrame({"user": [1, 1, 1, 1, 2, 2], "item": [1, 3, 2, 6, 5, 7],
+                        "pos": [1, 2, 3, 4, 1, 1]})
+    qrels = pd.DataFrame({"user": [1, 1, 1, 2], "item": [1, 2, 4, 5]})
+    result = duckrank.evaluate(run, qrels, ["ndcg@2", "mrr"], per_user=True, rank_column="pos")
+    assert result["ndcg@2"][0] == pytest.approx(GUIDE["ndcg@2"], abs=1e-12)
+    assert result["mrr"].tolist() == [1.0, 0.5]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"score_column": "score", "rank_column": "pos"},
+         "ranked by a score column or by a rank column, not both"),
+        ({"run_columns": {"grade": "g"}},
+         "run_columns=: unknown role 'grade'; the run roles are: query, item, score, rank"),
+        ({"ids": "text"}, "ids= must be one of typed, varchar, got 'text'"),
+    ],
+)
+def test_bad_column_arguments_are_clear_errors(arguments: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        duckrank.evaluate(_dummy_rec(), _dummy_truth(), ["ndcg"], **arguments)
+
+
+def test_text_scores_are_an_error() -> None:
+    """A text score would rank '9' above '10'."""
+    run = _dummy_rec().assign(score=lambda df: df["score"].astype(str))
+    with pytest.raises(ValueError, match="the run's score column 'score' is VARCHAR: it must be "
+                                         "numeric"):
+        duckrank.evaluate(run, _dummy_truth(), ["ndcg"])
+
+
+# --- memory: lists built one range of query ids at a time (14) ------------------------------------
+
+def _random_tables(seed: int, ids: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    n = 2_000
+    users = rng.integers(0, 150, n)
+    run = pd.DataFrame({
+        "system": rng.choice(["A", "B"], n),
+        "user": users if ids == "bigint" else [f"u{u}" for u in users],
+        "item": rng.integers(0, 30, n), "score": rng.integers(0, 5, n).astype(float),
+    }).drop_duplicates(["system", "user", "item"])
+    judged = rng.integers(20, 170, 600)
+    qrels = pd.DataFrame({
+        "user": judged if ids == "bigint" else [f"u{u}" for u in judged],
+        "item": rng.integers(0, 30, 600), "grade": rng.integers(0, 4, 600),
+    }).drop_duplicates(["user", "item"])
+    return run, qrels
+
+
+@pytest.mark.parametrize("ids", ["bigint", "varchar"])
+def test_ranges_of_query_ids_give_the_single_pass_result(monkeypatch, ids: str) -> None:
+    """About 2,600 input rows in ranges of 700: every count, mean and per-query row equals the
+    evaluation in one range (itself checked against the guide and trec_eval), and the per-query
+    rows stay ordered by query."""
+    run, qrels = _random_tables(13, ids)
+    requests = ["ndcg@5", "map", "recall(min_grade=2)@10"]
+    whole = duckrank.evaluate(run, qrels, requests, by="system")
+    whole_rows = duckrank.evaluate(run, qrels, requests, by="system", per_user=True)
+
+    ranges: list[int] = []
+    split = duckrank.evaluation._buckets
+
+    def spy(*args):
+        found = split(*args)
+        ranges.append(len(found))
+        return found
+
+    monkeypatch.setattr(duckrank.evaluation, "ROWS_PER_BUCKET", 700)
+    monkeypatch.setattr(duckrank.evaluation, "_buckets", spy)
+    parts = duckrank.evaluate(run, qrels, requests, by="system")
+    part_rows = duckrank.evaluate(run, qrels, requests, by="system", per_user=True)
+    assert min(ranges) >= 3
+    pd.testing.assert_frame_equal(parts, whole, check_exact=False, rtol=1e-12, atol=1e-15)
+    pd.testing.assert_frame_equal(part_rows, whole_rows, check_exact=False, rtol=1e-12)
+    keys = list(zip(part_rows["user"], part_rows["system"], strict=True))
+    assert keys == sorted(keys)
+
+
+def test_uhugeint_against_signed_ids_is_an_error_naming_the_cast() -> None:
+    """DuckDB compares UHUGEINT with HUGEINT as DOUBLE, where 2^64 - 1 and 2^64 are equal: the
+    evaluation refuses the pair instead of joining such ids, and compares them exactly as text
+    with ids='varchar' (query 2^64 - 1 ranks its judged item first: mrr 1)."""
+    con = duckrank.connect()
+    run = con.sql("SELECT 18446744073709551615::UHUGEINT AS query, 1 AS item, 1.0 AS score")
+    qrels = con.sql("SELECT 18446744073709551616::HUGEINT AS query, 1 AS item UNION ALL "
+                    "SELECT 18446744073709551615::HUGEINT, 1")
+    with pytest.raises(ValueError, match="the query ids are UHUGEINT in the run"):
+        duckrank.evaluate(run, qrels, ["mrr"], connection=con)
+    result = duckrank.evaluate(run, qrels, ["mrr"], connection=con, ids="varchar")
+    assert result[list(COUNT_COLUMNS)].values.tolist() == [[1, 0, 1, 0]]
+    assert result["mrr"][0] == 1.0
