@@ -30,7 +30,6 @@ import numpy as np
 import pyarrow as pa
 
 import duckrank
-from duckrank.engines.stats import register_stats
 
 SEED = 20240611
 
@@ -87,7 +86,7 @@ def main() -> None:
     parser.add_argument("--ranx", action="store_true")
     args = parser.parse_args()
 
-    con = register_stats(duckrank.connect(config={"threads": args.threads}))
+    con = duckrank.connect(config={"threads": args.threads})
     con.register("generated_pairs", pairs_table(args.pairs))
     con.execute("CREATE TABLE pairs AS SELECT * FROM generated_pairs")
     con.register("generated_users", pairs_table(args.users))

@@ -5,6 +5,7 @@
 * ``duckrank sql "SELECT ..."``: run any query on a connection with duckrank registered.
 * ``duckrank metrics``: the metrics, their aliases and options, from the metric records.
 * ``duckrank demo``: the evaluation of the built-in sample data.
+* ``duckrank doctor``: the versions, and whether the native matching step is active and why.
 
 Paths, column names, metric names and options are data: they reach DuckDB as query parameters,
 quoted identifiers or names checked against the metric records, never as SQL text.
@@ -38,6 +39,7 @@ from duckrank.evaluation import (
     reader_columns,
 )
 from duckrank.files.runs import FILE_FORMATS, read_file
+from duckrank.matching import native
 from duckrank.metrics import METRICS
 
 FORMATS = ("table", "csv", "json")
@@ -141,8 +143,10 @@ def _evaluate(args: argparse.Namespace) -> None:
         COMMAND_LINE,
     )
     con = _connection()
-    run = read_file(con, args.run, "run", args.run_format, reader_columns(names.run))
-    qrels = read_file(con, args.qrels, "qrels", args.qrels_format, reader_columns(names.qrels))
+    run = read_file(con, args.run, "run", args.run_format, reader_columns(names.run),
+                    glob=args.glob)
+    qrels = read_file(con, args.qrels, "qrels", args.qrels_format, reader_columns(names.qrels),
+                      glob=args.glob)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DroppedRows)
         with evaluation(con, run, qrels, args.metric, args.by, args.per_user, names, args.ids,
@@ -157,6 +161,35 @@ def _sql(args: argparse.Namespace) -> None:
     result = con.sql(args.query)
     if result is not None:
         _write_rows(result.columns, result.iter_rows(batch_size=BATCH), args)
+
+
+def _native_line(status: native.Status) -> str:
+    if status.active:
+        return f"native matching step: active, {status.reason}"
+    return ("native matching step: not active, using the SQL matching step (same numbers, "
+            f"slower): {status.reason}")
+
+
+def _doctor(args: argparse.Namespace) -> None:
+    """What a bug report needs: versions, and which matching step ``duckrank.connect()`` gets and
+    why (exit status 0 either way: the SQL step gives the same numbers)."""
+    sys.stdout.write(
+        f"duckrank {__version__}\nduckdb {duckdb.__version__}\n"
+        f"python {sys.version.split()[0]}\n{_native_line(native.status())}\n"
+    )
+
+
+class _VersionAction(argparse.Action):
+    """``--version``, computed only when asked: it loads the native step to say whether it works."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the versions and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        state = "active" if native.status().active else "off, see duckrank doctor"
+        sys.stdout.write(f"duckrank {__version__} (duckdb {duckdb.__version__}; native matching "
+                         f"step: {state})\n")
+        parser.exit()
 
 
 def _metrics(args: argparse.Namespace) -> None:
@@ -233,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="duckrank", description="Ranking-evaluation metrics on DuckDB.",
     )
-    parser.add_argument("--version", action="version", version=f"duckrank {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", required=True)
 
     evaluate = commands.add_parser(
@@ -281,6 +314,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="typed: query and item ids must be of one kind in both files (default); varchar: "
         "compare them as text (a BIGINT run against a CSV's text ids)",
     )
+    evaluate.add_argument(
+        "--glob", action="store_true",
+        help="read RUN and QRELS as file patterns (DuckDB glob syntax: *, ?, [...], **) and "
+        "evaluate every matching file together; without it a path names one file and *, ? and [ "
+        "are part of its name",
+    )
     evaluate.add_argument("--run-format", choices=FILE_FORMATS, default="auto")
     evaluate.add_argument("--qrels-format", choices=FILE_FORMATS, default="auto")
     _output_options(evaluate)
@@ -299,6 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="evaluate the built-in sample data")
     demo.set_defaults(handler=_demo)
+
+    doctor = commands.add_parser(
+        "doctor", help="versions, and whether the native matching step is active (and why)"
+    )
+    doctor.set_defaults(handler=_doctor)
     return parser
 
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pyarrow as pa
 
-from duckrank.files.runs import QUERY_COLUMNS, Columns, read_file
+from duckrank.files.runs import QUERY_COLUMNS, Columns, is_number_type, read_file
 from duckrank.metrics import METRICS, by_name
 from duckrank.metrics.record import Metric, Option
 
@@ -362,10 +362,10 @@ def reader_columns(roles: Mapping[str, str]) -> Columns:
 
 def _as_relation(
     con: duckdb.DuckDBPyConnection, table: Any, kind: str, roles: Mapping[str, str],
-    registered: list[str],
+    registered: list[str], glob: bool = False,
 ) -> duckdb.DuckDBPyRelation:
     if isinstance(table, str | Path):
-        return read_file(con, table, kind, columns=reader_columns(roles))
+        return read_file(con, table, kind, columns=reader_columns(roles), glob=glob)
     if isinstance(table, duckdb.DuckDBPyRelation):
         return table
     if isinstance(table, pa.RecordBatchReader):
@@ -389,11 +389,6 @@ _SIGNED_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT"}
 
 def _id_kind(sql_type: str) -> str:
     return "an integer" if sql_type in _INTEGER_TYPES else sql_type
-
-
-def _numeric(sql_type: str) -> bool:
-    return (sql_type in _INTEGER_TYPES or sql_type in ("FLOAT", "DOUBLE")
-            or sql_type.startswith("DECIMAL"))
 
 
 class _Table:
@@ -507,7 +502,7 @@ def _columns(run: _Table, qrels: _Table, names: ColumnNames, by: Sequence[str], 
 
     role = "rank" if "rank" in names.run else "score"
     key = run.column(names.run.get(role, "score"), role, _role_hint("run", role, spelling))
-    if not _numeric(run.type_of(key)):
+    if not is_number_type(run.type_of(key), "score"):
         raise ValueError(f"the run's {role} column {key!r} is {run.type_of(key)}: it must be "
                          "numeric (ids and labels are not scores)")
     # A rank ascends (1 = best): sorting its negation descending keeps one rule for ties (by
@@ -519,7 +514,7 @@ def _columns(run: _Table, qrels: _Table, names: ColumnNames, by: Sequence[str], 
         grade_name = qrels.column(names.qrels.get("grade", "grade"), "grade",
                                   _role_hint("qrels", "grade", spelling))
         grade_type = qrels.type_of(grade_name)
-        if not (_numeric(grade_type) or grade_type == "BOOLEAN"):
+        if not is_number_type(grade_type, "grade"):
             raise ValueError(f"the qrels' grade column {grade_name!r} is {grade_type}: it must "
                              "be numeric (or BOOLEAN: true = 1)")
         grade = quote_identifier(grade_name)
@@ -815,6 +810,7 @@ def evaluation(
     names: ColumnNames = ColumnNames({}, {}),
     ids: str = "typed",
     spelling: Spelling = PYTHON,
+    glob: bool = False,
 ) -> Iterator[Result]:
     """The evaluation on ``con`` (which must have duckrank registered), valid inside the
     ``with`` block: one row per ``by`` group (one row in all without ``by``) with the counts of
@@ -836,7 +832,7 @@ def evaluation(
         views = []
         tables = []
         for table, kind, roles in ((run, "run", names.run), (qrels, "qrels", names.qrels)):
-            relation = _as_relation(con, table, kind, roles, registered)
+            relation = _as_relation(con, table, kind, roles, registered, glob)
             view = f"duckrank_{kind}_view_{uuid.uuid4().hex}"
             relation.create_view(view)
             views.append(quote_identifier(view))
@@ -939,6 +935,7 @@ def evaluate(
     run_columns: Mapping[str, str] | None = None,
     qrels_columns: Mapping[str, str] | None = None,
     ids: str = "typed",
+    glob: bool = False,
     connection: duckdb.DuckDBPyConnection | None = None,
 ) -> pandas.DataFrame:
     """Score ``run`` against ``qrels`` and return a pandas DataFrame with one column per metric.
@@ -956,7 +953,8 @@ def evaluate(
     ``qrels_columns=`` (``{'query': 'user_id'}``; roles ``RUN_ROLES`` / ``QRELS_ROLES``) for one
     file. ``rank_column=`` ranks the run by an ascending rank (1 = best) instead of a score. A
     qrels table without a grade column counts every row as relevant. ``ids='varchar'`` compares
-    query and item ids as text when the two files type them differently.
+    query and item ids as text when the two files type them differently. A path names one file
+    (``*``, ``?`` and ``[`` are part of its name); ``glob=True`` reads every file matching it.
 
     Graded qrels (a grade other than 0 or 1) are passed as a MAP item -> grade to the metrics
     that take one, and the column says so (``ndcg@10`` -> ``ndcg(gain=exponential)@10``);
@@ -976,7 +974,8 @@ def evaluate(
     )
     con = register(connection) if connection is not None else connect()
     try:
-        with evaluation(con, run, qrels, metrics, by or (), per_user, names, ids) as result:
+        with evaluation(con, run, qrels, metrics, by or (), per_user, names, ids,
+                        glob=glob) as result:
             return result.df()
     finally:
         if connection is None:

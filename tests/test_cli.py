@@ -302,3 +302,43 @@ def test_graded_qrels_name_the_gain_in_the_header(capsys, tmp_path: Path) -> Non
     assert code == 0, err
     assert out.splitlines()[0].split(",")[-2:] == ["ndcg(gain=exponential)@10",
                                                    "ndcg(relevance=binary)@10"]
+
+
+def test_glob_flag_reads_every_matching_run(capsys, tmp_path: Path) -> None:
+    """Users 1 and 2 in two run files; without --glob the pattern names one file, which does not
+    exist. By hand: each user's only item is relevant at rank 1, so mrr = 1."""
+    _csv(tmp_path / "run_a.csv", ["user", "item", "score"], [(1, 7, 1.0)])
+    _csv(tmp_path / "run_b.csv", ["user", "item", "score"], [(2, 8, 1.0)])
+    qrels = _csv(tmp_path / "qrels.csv", ["user", "item"], [(1, 7), (2, 8)])
+    pattern = str(tmp_path / "run_*.csv")
+    code, _, err = _run(capsys, "evaluate", pattern, str(qrels), "-m", "mrr")
+    assert code == 1 and "does not exist" in err
+    code, out, _ = _run(capsys, "evaluate", pattern, str(qrels), "-m", "mrr", "--glob",
+                        "--format", "csv")
+    assert code == 0
+    [row] = _csv_rows(out)
+    assert (row["scored"], float(row["mrr"])) == ("2", 1.0)
+
+
+def test_doctor_and_version_say_which_matching_step_is_active(capsys, tmp_path: Path,
+                                                              monkeypatch) -> None:
+    """The build has the native step (test_native.py checks it), so both say active; a cache
+    folder other users can write is refused (test_native_loading.py), and both say why."""
+    code, out, _ = _run(capsys, "doctor")
+    assert code == 0
+    assert f"duckdb {duckdb.__version__}" in out
+    assert "native matching step: active, loaded from " in out
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert "native matching step: active)" in capsys.readouterr().out
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared))
+    code, out, _ = _run(capsys, "doctor")
+    assert code == 0
+    assert "native matching step: not active, using the SQL matching step" in out
+    assert "can be written by other users" in out
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert "native matching step: off, see duckrank doctor)" in capsys.readouterr().out

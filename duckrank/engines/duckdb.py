@@ -31,7 +31,7 @@ from typing import Any
 import duckdb
 
 from duckrank._version import __version__
-from duckrank.engines import python_udfs
+from duckrank.engines import python_udfs, stats
 from duckrank.hivemall import macros as _hivemall
 from duckrank.matching import native as _native
 from duckrank.render.macros import sql_statements
@@ -139,7 +139,7 @@ def _register_udfs(con: duckdb.DuckDBPyConnection) -> None:
             "SELECT function_name FROM duckdb_functions() WHERE function_type = 'scalar'"
         ).fetchall()
     }
-    for udf in python_udfs.UDFS:
+    for udf in (*python_udfs.UDFS, *stats.UDFS):
         if udf.name not in existing:
             udf.register(con)
 
@@ -172,7 +172,7 @@ def register(
         _run_in_transaction(
             con, _as_temp([s for s in sql_statements(native=True) if s not in stored])
         )
-    for statement in python_udfs.session_statements():
+    for statement in (*python_udfs.session_statements(), *stats.session_statements()):
         con.execute(statement)
     return con
 

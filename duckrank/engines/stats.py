@@ -17,7 +17,8 @@ wrote it, with the function's and the option's names.
 
 The UDFs live on the database instance (every cursor shares them, they are never stored); the
 macros are TEMP, private to the connection: a stored macro calling Python would break the
-database file in a DuckDB without duckrank. ``register_stats`` is idempotent.
+database file in a DuckDB without duckrank. ``duckrank.register`` registers them with the metrics'
+Python functions.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from duckrank.engines.python_udfs import PythonUDF
 from duckrank.stats import TESTS
 from duckrank.stats.record import StatTest
 
@@ -119,7 +120,7 @@ def macro_statement(test: StatTest) -> str:
     )
 
 
-def _register_udf(con: duckdb.DuckDBPyConnection, test: StatTest) -> None:
+def _udf(test: StatTest) -> PythonUDF:
     parameters = _udf_parameters(test)
     function = _group_function(test) if test.summary.per_group else _batch_function(test)
     # DuckDB counts the function's parameters: give the variadic adapter an exact signature.
@@ -127,27 +128,13 @@ def _register_udf(con: duckdb.DuckDBPyConnection, test: StatTest) -> None:
         inspect.Parameter(f"arg{i}", inspect.Parameter.POSITIONAL_ONLY)
         for i in range(len(parameters))
     ])
-    con.create_function(
-        udf_name(test),
-        function,
-        [duckdb.sqltype(p) for p in parameters],
-        duckdb.sqltype(test.returns),
-        type="arrow",
-        null_handling="special",
-    )
+    return PythonUDF(udf_name(test), function, tuple(parameters), test.returns)
 
 
-def register_stats(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """Register ``paired_ttest``, ``wilcoxon``, ``randomization_test``, ``bootstrap_ci`` and
-    ``paired_bootstrap_ci`` on ``con`` (idempotent; call it on each cursor that needs them)."""
-    existing = {
-        row[0]
-        for row in con.execute(
-            "SELECT function_name FROM duckdb_functions() WHERE function_type = 'scalar'"
-        ).fetchall()
-    }
-    for test in TESTS:
-        if udf_name(test) not in existing:
-            _register_udf(con, test)
-        con.execute(macro_statement(test))
-    return con
+# Registered with the metrics' Python functions by ``duckrank.engines.duckdb.register``.
+UDFS = [_udf(test) for test in TESTS]
+
+
+def session_statements() -> list[str]:
+    """The TEMP macros that make the tests SQL aggregates, for the registering connection."""
+    return [macro_statement(test) for test in TESTS]

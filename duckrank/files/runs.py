@@ -76,7 +76,7 @@ def _type_of(relation: duckdb.DuckDBPyRelation, column: str) -> str:
                 if c == column)
 
 
-def _is_number_type(sql_type: str, role: str) -> bool:
+def is_number_type(sql_type: str, role: str) -> bool:
     """A score ranks, a grade weighs: both must be numbers (a VARCHAR score ranks '9' above
     '10'); a BOOLEAN grade is 0 or 1."""
     return (sql_type in _NUMERIC_TYPES or sql_type.startswith("DECIMAL(")
@@ -94,7 +94,7 @@ def check_numbers(
     if column is None:
         return
     sql_type = _type_of(relation, column)
-    if not _is_number_type(sql_type, _role(kind)):
+    if not is_number_type(sql_type, _role(kind)):
         raise ValueError(
             f"{source}: the {_role(kind)} column {column!r} is {sql_type}, not a number; "
             f"{_role(kind)}s must be numbers (cast the column, e.g. CAST({column} AS DOUBLE))"
@@ -156,7 +156,7 @@ def _read_csv(
     dtype = {c: "VARCHAR" for c in sniffed.columns if c.lower() in wanted}
     relation = con.read_csv(literal, dtype=dtype)
     number = _number_column(relation, kind, columns)
-    if number is None or _is_number_type(_type_of(relation, number), _role(kind)):
+    if number is None or is_number_type(_type_of(relation, number), _role(kind)):
         return relation
     for csv_file in files:
         found = _first_non_number(con, csv_file, dtype, number)

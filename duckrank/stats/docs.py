@@ -19,14 +19,13 @@ INTRO = """\
 ## Statistical tests in SQL
 
 Each test is an aggregate over paired per-user (or per-query) values: `x` and `y` are the same
-metric for two systems, one row per user. Register them on a connection, then use them like
-`avg`:
+metric for two systems, one row per user. `duckrank.connect()` (or `duckrank.register(con)`,
+on each cursor that needs them) registers them; use them like `avg`:
 
 ```python
 import duckrank
-from duckrank.engines.stats import register_stats
 
-con = register_stats(duckrank.connect())
+con = duckrank.connect()
 con.sql(\"\"\"
     SELECT metric, paired_ttest(b, a), randomization_test(b, a, seed := 7),
            paired_bootstrap_ci(b, a), bootstrap_ci(a), bootstrap_ci(b)
@@ -53,7 +52,7 @@ Shared rules:
   depends only on the values too. `paired_ttest` adds with DuckDB's own `sum`, whose last bits
   may vary with the threads, as `avg`'s do.
 - **Where they live.** The functions are TEMP macros of the connection that called
-  `register_stats` (call it on each cursor), over Python functions registered on the database;
+  `duckrank.register` (call it on each cursor), over Python functions registered on the database;
   nothing is stored in a database file.
 """
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import duckrank
-from duckrank.engines.stats import register_stats
 from duckrank.stats import TESTS, by_name
 from duckrank.stats.docs import BEGIN, COMPARE_FILE, END, updated
 
@@ -16,7 +15,7 @@ def test_compare_doc_is_current() -> None:
 
 
 def test_every_record_is_complete_and_registered() -> None:
-    con = register_stats(duckrank.connect())
+    con = duckrank.connect()
     macros = {
         row[0]: row[1]
         for row in con.execute(

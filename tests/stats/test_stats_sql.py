@@ -20,14 +20,13 @@ import pytest
 from scipy import stats
 
 import duckrank
-from duckrank.engines.stats import register_stats
 
 TRIALS = 10_000
 
 
 @pytest.fixture(scope="module")
 def con() -> duckdb.DuckDBPyConnection:
-    connection = register_stats(duckrank.connect())
+    connection = duckrank.connect()
     yield connection
     connection.close()
 
@@ -400,7 +399,7 @@ def test_reproducible_across_threads_and_row_orders() -> None:
              "bootstrap_ci(x, trials := 200, seed := 5), "
              "paired_bootstrap_ci(x, y, trials := 200, seed := 9), wilcoxon(x, y) "
              "FROM {table} GROUP BY g ORDER BY g")
-    con = register_stats(duckrank.connect())
+    con = duckrank.connect()
     con.register("ordered", pa.table({"g": np.arange(n) % 3, "x": x, "y": y}))
     con.register("shuffled", pa.table({"g": (np.arange(n) % 3)[order], "x": x[order],
                                        "y": y[order]}))
@@ -462,12 +461,11 @@ def test_bad_options_name_function_option_and_value(con: duckdb.DuckDBPyConnecti
 def test_registration_is_idempotent_per_cursor_and_stores_nothing(tmp_path) -> None:
     path = str(tmp_path / "stats.duckdb")
     con = duckrank.connect(path)
-    register_stats(con)
-    register_stats(con)  # again: no "already exists"
+    duckrank.register(con)  # again: no "already exists"
     cursor = con.cursor()
     with pytest.raises(duckdb.CatalogException):  # TEMP macros: private to the connection
         cursor.execute("SELECT paired_ttest(1, 2)").fetchall()
-    register_stats(cursor)
+    duckrank.register(cursor)
     assert cursor.execute("SELECT paired_ttest(1, 2).n").fetchall() == [(1,)]
     con.close()
     plain = duckdb.connect(path)  # the file holds no macro that calls Python
