@@ -21,7 +21,8 @@ threads, next to two references measured the same way:
   without the native step: the gap is what the native step buys.
 
 Extras: ranx and pytrec-eval-terrier (100,000 users, where installed), to_ordered_list on
-10,000,000 long rows, graded ndcg and err over MAP truth, edrc (benchmarks/bench_edrc.py), and
+10,000,000 long rows, graded ndcg and err over MAP truth, edrc (benchmarks/bench_edrc.py), the
+statistical tests against avg(x - y) and ranx (benchmarks/bench_stats.py), and
 the peak memory of streaming 1,000,000 and 10,000,000 users straight from Parquet, and that of
 ``duckrank evaluate`` on long-format Parquet at 1,000,000 and 10,000,000 users
 (benchmarks/bench_long_memory.py).
@@ -275,21 +276,19 @@ def streaming(report: Report, user_counts: list[int]) -> None:
             f"{r['rss_mb']:.0f} | {r['peak_mb']:.0f} |"))
 
 
-def edrc(report: Report, users: int) -> None:
-    script = ROOT / "benchmarks" / "bench_edrc.py"
-    print(f"\n### edrc ({users:,} users, 1,000-item lists; benchmarks/bench_edrc.py, its own "
-          "output)\n", flush=True)
-    if not script.exists():
-        report.add({"section": "edrc", "error": "bench_edrc.py not present"}, "not present")
-        return
+def own_script(report: Report, section: str, title: str, arguments: list[str]) -> None:
+    """A section measured by its own script (``benchmarks/bench_<section>.py``) in a fresh
+    process; its output goes into the report as it printed it."""
+    module = f"benchmarks.bench_{section}"
+    print(f"\n### {section} ({title}; benchmarks/bench_{section}.py, its own output)\n",
+          flush=True)
     try:
-        done = subprocess.run([sys.executable, "-m", "benchmarks.bench_edrc", "--users",
-                               str(users)], cwd=ROOT, capture_output=True, text=True,
-                              timeout=3600)
+        done = subprocess.run([sys.executable, "-m", module, *arguments], cwd=ROOT,
+                              capture_output=True, text=True, timeout=3600)
         output = done.stdout.strip() or done.stderr.strip().splitlines()[-1]
     except subprocess.TimeoutExpired:
         output = "timed out after 3600 s"
-    report.add({"section": "edrc", "users": users, "output": output},
+    report.add({"section": section, "arguments": arguments, "output": output},
                "\n".join(f"    {line}" for line in output.splitlines()))
 
 
@@ -311,7 +310,9 @@ def environment() -> dict[str, str]:
             "machine": f"{cpu}, {cores} vCPU, {memory:.0f} GiB", **found}
 
 
-SECTIONS = ("main", "peers", "ordered_list", "graded", "edrc", "streaming", "long_memory")
+SECTIONS = (
+    "main", "peers", "ordered_list", "graded", "edrc", "stats", "streaming", "long_memory"
+)
 
 
 def main() -> None:
@@ -348,7 +349,10 @@ def main() -> None:
     if "graded" in sections:
         graded(report, 1_000_000, ks)
     if "edrc" in sections:
-        edrc(report, 10_000)
+        own_script(report, "edrc", "10,000 users, 1,000-item lists", ["--users", "10000"])
+    if "stats" in sections:
+        own_script(report, "stats", "1,000,000 pairs, 100,000 users, 10,000 trials, with ranx",
+                   ["--ranx"])
     if "streaming" in sections:
         streaming(report, [1_000_000, 10_000_000])
     if "long_memory" in sections:
