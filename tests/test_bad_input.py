@@ -133,10 +133,71 @@ def _binary_cells() -> list[Cell]:
     cells += _same("k a column with a 0 in one row",
                    "SELECT list({f}(rec, [1], k)) FROM (VALUES ([1], 3), ([1], 0)) t(rec, k)",
                    "error", ["k must be a positive integer or 'all'", "got 0"], BINARY, family)
+    # Ids of two types that DuckDB's common type would compare inexactly are compared by value
+    # (docs/reliability.md, "Ids of two different types"). UHUGEINT 2^64 - 1 and 2^64 - 1 .. 2^64
+    # as HUGEINT met as DOUBLE, where 2^64 - 1 = 2^64: the hit at rank 1 counted for both truth
+    # items (average_precision 1.5). Exactly: one hit at rank 1 of K = 50, n = 2: precision 1/50,
+    # recall 1/2, AP (1/1)/2, mrr 1, hitrate 1, auc 1 (all misses below the hit), ndcg
+    # 1 / (1 + 1/log2 3).
+    uhugeint = ("SELECT {f}([18446744073709551615::UHUGEINT] || range(1, 50)::UHUGEINT[], "
+                "[18446744073709551615::HUGEINT, 18446744073709551616::HUGEINT])")
+    cells += _per_function("UHUGEINT[] against HUGEINT[] (DuckDB: as DOUBLE)", uhugeint, {
+        "precision_at": 1 / 50, "recall_at": 0.5, "average_precision": 0.5, "mrr": 1.0,
+        "hitrate": 1.0, "auc": 1.0, "ndcg": 1 / (1 + LOG3)}, family)
+    # 2^53 + 1 as DOUBLE is 2^53, so both recommendations hit the one truth item (recall 2).
+    # Exactly: a hit at rank 1 of K = 2, n = 1: precision 1/2, the rest 1.
+    cells += _per_function(
+        "BIGINT[] against DOUBLE[] beyond 2^53",
+        "SELECT {f}([9007199254740992, 9007199254740993]::BIGINT[], "
+        "[9007199254740992::DOUBLE])",
+        {**{f: 1.0 for f in BINARY}, "precision_at": 0.5}, family)
+    cells += _same("DECIMAL[] against DOUBLE[]", "SELECT {f}([1.5, 2.5], [1.5::DOUBLE])", "error",
+                   ["rec is DECIMAL(2,1)[] and truth is DOUBLE[]", "as DOUBLE, which is inexact",
+                    "cast one side"], BINARY, family)
+    cells += _same("TIMESTAMP[] against TIMESTAMP WITH TIME ZONE[]",
+                   "SELECT {f}([TIMESTAMP '2024-03-10 02:30:00'], "
+                   "[TIMESTAMPTZ '2024-03-10 03:30:00'])", "error",
+                   ["rec is TIMESTAMP[] and truth is TIMESTAMP WITH TIME ZONE[]", "TimeZone",
+                    "cast one side"], BINARY, family)
+    cells += _same("INTEGER[][] against BIGINT[][]",
+                   "SELECT {f}([[1]]::INTEGER[][], [[1]]::BIGINT[][])", "error",
+                   ["rec is INTEGER[][] and truth is BIGINT[][]",
+                    "must have the same type on both sides"], BINARY, family)
+    # Collated ids compare under their collation, as DuckDB's = does, on both paths (the native
+    # step compared bytes: recall 0). 'A' is 'a': a hit at rank 1 of K = 2, n = 1.
+    cells += _per_function(
+        "VARCHAR COLLATE NOCASE on both sides",
+        "SELECT {f}(['A' COLLATE NOCASE, 'x'], ['a' COLLATE NOCASE])",
+        {**{f: 1.0 for f in BINARY}, "precision_at": 0.5}, family)
+    # One side collated: both are read under NOCASE, so 'A' repeats 'a' (a miss) on the plain
+    # side too. A hit at rank 1 of K = 3, n = 2: precision 1/3, recall 1/2, AP (1/1)/2, mrr 1,
+    # hitrate 1, auc 1, ndcg 1 / (1 + 1/log2 3).
+    cells += _per_function(
+        "VARCHAR against VARCHAR COLLATE NOCASE", "SELECT {f}(['a', 'A', 'b'], "
+        "['a' COLLATE NOCASE, 'c'])",
+        {"precision_at": 1 / 3, "recall_at": 0.5, "average_precision": 0.5, "mrr": 1.0,
+         "hitrate": 1.0, "auc": 1.0, "ndcg": 1 / (1 + LOG3)}, family)
+    # A truth that is not a list reaches DuckDB's binder before any check of duckrank's can run
+    # (docs/reliability.md, "Bad input", tells each message's fix).
+    cells += _same("truth a column of single ids (one row per item)",
+                   "SELECT {f}([1, 2], item) FROM (VALUES (7)) t(item)", "limitation",
+                   ["list_concat(INTEGER[], INTEGER)"], BINARY, family)
+    cells += _same("truth a score", "SELECT {f}([1, 2], 0.5::FLOAT)", "limitation",
+                   ["list_concat(INTEGER[], FLOAT)"], BINARY, family)
+    cells += _same("truth a MAP (graded truth)", "SELECT {f}([1, 2], MAP {{1: 1.0}})",
+                   "limitation", ["list_concat(INTEGER[], MAP(INTEGER, DECIMAL(2,1)))"],
+                   BINARY[:-1], family)
+    # list() in the call itself: rec [1, 2], truth [1]: a hit at rank 1 of K = 2, n = 1,
+    # precision 1/2, the rest 1 (auc: the one miss is below the hit).
+    cells += _per_function(
+        "rec and truth aggregated in the call",
+        "SELECT {f}(list(i ORDER BY i), list(i) FILTER (WHERE i = 1)) FROM (VALUES (1), (2)) t(i)",
+        {"precision_at": 0.5, "recall_at": 1.0, "average_precision": 1.0, "mrr": 1.0,
+         "hitrate": 1.0, "auc": 1.0}, family)
     cells += _same("INTEGER[] against VARCHAR[]", "SELECT {f}([1, 2], ['1'], 2)", "limitation",
-                   ["Cannot concatenate lists of types VARCHAR[] and INTEGER[]"], BINARY, family)
+                   ["Cannot concatenate lists of types INTEGER[] and VARCHAR[]"], BINARY, family)
     cells += _same("a list against a list of lists", "SELECT {f}([1, 2], [[1]], 2)",
-                   "limitation", ["Cannot concatenate lists of types INTEGER[][] and INTEGER[]"],
+                   "limitation", ["Cannot concatenate lists of types INTEGER[] and INTEGER[][]"],
                    BINARY, family)
     cells += _same("rec not a list", "SELECT {f}(1, [1])", "limitation",
                    ["No function matches"], BINARY, family)
@@ -185,6 +246,32 @@ def _graded_cells() -> list[Cell]:
                            "SELECT {f}(['1', '2'], MAP {{1: 1.0}})",
                            {"ndcg": 1.0, "dcg": 1.0, "err": 1 / 16, "half_life_utility": 1.0},
                            family)
+    # A NULL rec with a k near 2^63 overflowed BIGINT in the SQL matching step's cost model
+    # (least(k, len(NULL)) is k) before the NULL test: NULL in, NULL out.
+    for case, sql in [
+        ("rec NULL, k 2^63 - 1, LIST truth",
+         "SELECT {f}(rec, [1], 9223372036854775807) FROM (VALUES (NULL::INT[])) t(rec)"),
+        ("rec NULL, k a HUGEINT 2^70, LIST truth",
+         "SELECT {f}(rec, [1], (2^70)::HUGEINT) FROM (VALUES (NULL::INT[])) t(rec)"),
+        ("rec NULL, k 10^15, 300 truth items",
+         "SELECT {f}(rec, range(300), 10^15) FROM (VALUES (NULL::BIGINT[])) t(rec)"),
+    ]:
+        cells += _same(case, sql, "NULL", None, GRADED, family)
+    # A k beyond the list is the whole list: rec [1, 2], truth [1], one hit at rank 1. ndcg 1;
+    # dcg (2^1 - 1) / log2 2 = 1; err R = (2^1 - 1) / 2^4 = 1/16; utility 1 / 1.
+    cells += _per_function("k 2^63 - 1, LIST truth",
+                           "SELECT {f}([1, 2], [1], 9223372036854775807)",
+                           {"ndcg": 1.0, "dcg": 1.0, "err": 1 / 16, "half_life_utility": 1.0},
+                           family)
+    cells += _same("truth a column of single ids (one row per item)",
+                   "SELECT {f}([1, 2], item) FROM (VALUES (7)) t(item)", "limitation",
+                   ["list_concat(INTEGER[], INTEGER)"], GRADED[1:], family)
+    # ndcg, dcg, err and half_life_utility have a MAP overload; DuckDB picks it for an argument
+    # whose type it does not know yet (an aggregate), and the LIST cannot be cast to a MAP.
+    cells += _same("truth aggregated in the call (LIST truth)",
+                   "SELECT {f}(list(i), list(i)) FROM (VALUES (1)) t(i)", "limitation",
+                   ["Unimplemented type for cast (INTEGER[] -> MAP(VARCHAR, DOUBLE))"], GRADED,
+                   family)
     cells += [
         Cell("dcg", "misspelled option value", "SELECT dcg([1], MAP {1: 1.0}, discount := 'log')",
              "error", ["discount must be one of 'log2', 'jarvelin'", "got log"], family),
@@ -393,9 +480,11 @@ CELLS: list[Cell] = [*_binary_cells(), *_graded_cells(), *_preference_cells(),
                      *_ordered_list_cells()]
 
 
-@pytest.fixture(scope="module")
-def con() -> duckdb.DuckDBPyConnection:
-    connection = duckrank.connect()
+@pytest.fixture(scope="module", params=[True, False], ids=["native", "sql"])
+def con(request: pytest.FixtureRequest) -> duckdb.DuckDBPyConnection:
+    """Every cell through the native matching step and through the SQL one (what stored files
+    and sql/duckrank.sql use): both must give the documented outcome."""
+    connection = duckrank.connect(native=request.param)
     yield connection
     connection.close()
 

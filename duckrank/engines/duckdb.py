@@ -145,7 +145,7 @@ def _register_udfs(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def register(
-    con: duckdb.DuckDBPyConnection, *, native: bool = True
+    con: duckdb.DuckDBPyConnection, *, native: bool = True, hivemall: bool = False
 ) -> duckdb.DuckDBPyConnection:
     """Register every duckrank function on ``con`` and return it.
 
@@ -153,6 +153,11 @@ def register(
     the database allows unsigned extensions (``duckrank.matching.native``); the numbers are the same
     either way. Idempotent and thread-safe: safe to call twice, on cursors, from many threads at
     once, on several connections, and again after a registration that failed half-way.
+
+    ``hivemall=True`` puts the hivemall schema first on ``con``'s search path, so that
+    unqualified names resolve to Hivemall's aggregates. ``con`` then keeps main's stored SQL
+    forms: the TEMP native copies would take precedence over any schema on the search path
+    (DuckDB resolves TEMP macros first) and hide Hivemall's functions of the same names.
     """
     read_only = _read_only(con)
     statements, build = _macro_statements()
@@ -166,7 +171,7 @@ def register(
         # Nothing can be stored: main's macros become TEMP macros of this connection, and the
         # hivemall schema (which a TEMP catalog cannot hold) is unavailable.
         _run_in_transaction(con, _as_temp([*sql_statements(use_native), version]))
-    elif use_native:
+    elif use_native and not hivemall:
         # TEMP copies of just the macros whose native form differs shadow the stored SQL ones.
         stored = set(statements)
         _run_in_transaction(
@@ -174,6 +179,8 @@ def register(
         )
     for statement in (*python_udfs.session_statements(), *stats.session_statements()):
         con.execute(statement)
+    if hivemall:
+        con.execute(f"SET search_path = '{_hivemall.SCHEMA},main'")
     return con
 
 
@@ -188,14 +195,9 @@ def connect(
 
     ``native=True`` opens the database with ``allow_unsigned_extensions`` (unless ``config``
     says otherwise) so that duckrank's native matching step can load; ``native=False`` keeps
-    DuckDB's default and the SQL matching step. ``hivemall=True`` puts the hivemall schema first
-    on the search path, so that unqualified names resolve to Hivemall's aggregates
-    (``SET search_path = 'hivemall,main'`` does the same).
+    DuckDB's default and the SQL matching step. ``hivemall=True``: see ``register``.
     """
     if native and _native.library_path() is not None:
         config = {"allow_unsigned_extensions": "true", **duckdb_kwargs.pop("config", {})}
         duckdb_kwargs["config"] = config
-    con = register(duckdb.connect(database, **duckdb_kwargs), native=native)
-    if hivemall:
-        con.execute(f"SET search_path = '{_hivemall.SCHEMA},main'")
-    return con
+    return register(duckdb.connect(database, **duckdb_kwargs), native=native, hivemall=hivemall)

@@ -92,8 +92,9 @@ def _recommend_size(fn: str, k: str) -> str:
 def hit_positions_sql(items: str, truth: str, top: str) -> str:
     """Hivemall's matching (note 1.4): 1-based positions i <= top whose item is in truth.
 
-    Unlike ``duckrank.matching.hit_positions_sql`` every occurrence counts (a repeated hit is a
-    hit again) and a NULL item is a hit when truth holds a NULL (list_position finds NULLs).
+    Unlike the main matching step (``duckrank.matching``) every occurrence counts (a repeated
+    hit is a hit again) and a NULL item is a hit when truth holds a NULL (list_position finds
+    NULLs).
     """
     return (
         f"list_filter(range(1, {top} + 1), "

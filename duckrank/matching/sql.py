@@ -15,7 +15,11 @@ from __future__ import annotations
 # ``k`` is already the validated BIGINT cut-off (see ``cutoff_sql``).
 
 def _top_k_len(rec: str, k: str) -> str:
-    return f"least({k}, len({rec}))"
+    """min(k, len(rec)), 0 for a NULL rec (whose value the callers make NULL). ``least`` skips a
+    NULL, so least(k, len(NULL)) was k, which the cost models below multiplied: a NULL rec with
+    k near 2^63 overflowed BIGINT. k is written once: it is the whole validation expression of
+    ``cutoff_sql``, and every copy of it is bound again when a query is planned."""
+    return f"least({k}, coalesce(len({rec}), 0))"
 
 
 def _rec_side_positions(rec: str, truth: str, top: str) -> str:
@@ -133,10 +137,26 @@ def _list_types(names: tuple[str, ...]) -> str:
     return ", ".join(f"'{name}[]'" for name in names)
 
 
+def _collates(ids: str) -> str:
+    """True when ``ids`` holds VARCHAR whose collation makes distinct strings equal: 'A' and 'a'
+    (NOCASE), 'é' and 'e' (NOACCENT), or the composed and decomposed 'é' (NFC, and every ICU
+    collation). ``cast_to_type`` gives a constant of the element type, collation included, and
+    DuckDB folds the comparisons (``typeof`` does not show a collation; DuckDB 1.4 has no
+    ``get_type``). The CASE keeps DuckDB from casting 'A' to a non-text id type."""
+    def same(one: str, other: str) -> str:  # a comparison applies the collation of either side
+        return f"cast_to_type({one}, {ids}[1]) = {other}"
+
+    pairs = [("'A'", "'a'"), ("chr(233)", "'e'"), ("chr(233)", "'e' || chr(769)")]
+    probes = " OR ".join(same(one, other) for one, other in pairs)
+    return f"(CASE WHEN typeof({ids}) = 'VARCHAR[]' THEN {probes} ELSE false END)"
+
+
 def native_handles_sql(rec: str, truth: str) -> str:
     """True when the native step takes this pair of list types. DuckDB folds ``typeof`` of a
     column to a constant, so the choice is made once per query, not per row. UHUGEINT pairs only
-    with unsigned types: its values above 2^127 share their bits with negative signed values."""
+    with unsigned types: its values above 2^127 share their bits with negative signed values.
+    (Collated VARCHAR ids, which the native step would compare by their bytes, are routed
+    before this test: ``id_pair_sql``.)"""
     integers = _list_types(NATIVE_SIGNED_TYPES + NATIVE_UNSIGNED_TYPES)
     unsigned = _list_types(NATIVE_UNSIGNED_TYPES + ("UHUGEINT",))
     same = _list_types(NATIVE_SAME_TYPES)
@@ -147,10 +167,176 @@ def native_handles_sql(rec: str, truth: str) -> str:
     )
 
 
+# --- id types that DuckDB would compare inexactly ------------------------------------------------
+# rec and truth of different types are compared in DuckDB's common type of the two, but within one
+# side (n, the duplicate check) in that side's own type. Where the common type merges ids that
+# one side holds apart, a hit counted twice takes a metric out of [0, 1]: UHUGEINT against HUGEINT
+# meet as DOUBLE (2^64 - 1 = 2^64), BIGINT against DOUBLE too (2^53 + 1 = 2^53), DECIMAL(38,0)
+# against DECIMAL(38,10) as DECIMAL(38,0) (1.5 = 2), a TIMESTAMP against a TIMESTAMP WITH TIME ZONE
+# through the session's TimeZone (02:30 and 03:30 on a spring-forward day are one instant), a
+# VARCHAR against a VARCHAR COLLATE NOCASE under NOCASE ('a' = 'A'). Each pair is decided from the
+# types alone, which DuckDB folds to constants: nothing is paid per row by the usual pairs.
+
+INTEGER_TYPES = (*NATIVE_SIGNED_TYPES, *NATIVE_UNSIGNED_TYPES, "UHUGEINT", "BIGNUM")
+# The integer types a FLOAT (24-bit significand) and a DOUBLE (53 bits) do not hold exactly.
+_BEYOND_FLOAT = tuple(t for t in INTEGER_TYPES if t not in ("TINYINT", "SMALLINT", "UTINYINT",
+                                                               "USMALLINT"))
+_BEYOND_DOUBLE = tuple(t for t in _BEYOND_FLOAT if t not in ("INTEGER", "UINTEGER"))
+_DECIMAL = r"DECIMAL\(\d+,\d+\)"
+_TIME_ZONE = "TIMESTAMP WITH TIME ZONE"
+
+
+def _types(names: tuple[str, ...]) -> str:
+    return "(" + "|".join(names) + ")"
+
+
+def _pairs_regex(pairs: list[tuple[str, str]]) -> str:
+    """A regex over ``_pair_key`` matching each (one, other) pair of element type patterns, in
+    either order."""
+    return "|".join(
+        rf"{a}\[\];{b}\[\]" for one, other in pairs for a, b in ((one, other), (other, one))
+    )
+
+
+def _pair_key(rec: str, truth: str) -> str:
+    """'<rec type>;<truth type>': one string that each rule below reads with a single regex,
+    rather than a test of each side against each type list (planning binds every test anew)."""
+    return f"(typeof({rec}) || ';' || typeof({truth}))"
+
+
+def _matches(rec: str, truth: str, pairs: list[tuple[str, str]]) -> str:
+    return f"regexp_full_match({_pair_key(rec, truth)}, '{_pairs_regex(pairs)}')"
+
+
+def _exact_pair(rec: str, truth: str) -> str:
+    """True for numeric ids of two types whose common type DuckDB reaches inexactly, or by a
+    cast that can overflow: UHUGEINT against a signed integer (DOUBLE, or the signed type),
+    DECIMAL against an integer or another DECIMAL (a DECIMAL(38, s) that rounds or overflows),
+    an integer against a float that does not hold all its values. These are compared by their
+    exact values (``exact_ids_sql``). DECIMAL against a float is refused (``id_pair_sql``);
+    integers of any other widths and FLOAT against DOUBLE keep DuckDB's comparison."""
+    integers, signed = _types(INTEGER_TYPES), _types(NATIVE_SIGNED_TYPES)
+    pairs = [
+        ("UHUGEINT", signed), (_DECIMAL, integers), (_DECIMAL, _DECIMAL),
+        ("FLOAT", _types(_BEYOND_FLOAT)), ("DOUBLE", _types(_BEYOND_DOUBLE)),
+    ]
+    return f"(typeof({rec}) <> typeof({truth}) AND {_matches(rec, truth, pairs)})"
+
+
+def exact_ids_sql(ids: str) -> str:
+    """The ids of a numeric list as text that is equal exactly when the values are: an integer's
+    digits; a DECIMAL's without trailing zeros (1.500 -> 1.5, 2.0 -> 2); a FLOAT or DOUBLE that
+    holds an integer, that integer's digits (by BIGNUM, exact at any size: 2^53 + 2 is
+    9007199254740994, where DuckDB's text says 9007199254740994.0 or 1e+16); any other float its
+    shortest text, which no integer or DECIMAL pair reaches (DECIMAL against a float is refused).
+    Written to bind for every id type, since the macros choose this form by a CASE on the types:
+    ``TRY_CAST`` binds where a cast does not exist."""
+    real = "TRY_CAST(v AS DOUBLE)"
+    return (
+        f"list_transform({ids}, lambda v: CASE WHEN typeof(v) IN ('FLOAT', 'DOUBLE') "
+        f"AND isfinite({real}) AND {real} = trunc({real}) THEN {real}::BIGNUM::VARCHAR "
+        "WHEN typeof(v) LIKE 'DECIMAL(%' "
+        r"THEN regexp_replace(v::VARCHAR, '\.0*$|(\.\d*[1-9])0+$', '\1') "
+        "ELSE v::VARCHAR END)"
+    )
+
+
+def _collated_pair(rec: str, truth: str) -> str:
+    """True when either side is a collated VARCHAR. DuckDB compares the two under the collation,
+    so both sides are brought to that common type (``common_ids_sql``; else a plain side would
+    keep apart ('a', 'A') what the comparison merges) and matched by the sorted merge, whose sort
+    and comparisons follow the collation; the native step would compare bytes. (Before DuckDB
+    2.0 list functions ignore a collation that comparisons apply, and sorts of structs ignore it
+    too: ``id_pair_sql`` refuses collated ids there.) Two different collations are DuckDB's
+    binder error."""
+    return f"({_collates(rec)} OR {_collates(truth)})"
+
+
+def common_ids_sql(ids: str, other: str) -> str:
+    """``ids`` in DuckDB's common type of the two lists (a collation of either side included)."""
+    return f"list_concat({other}[1:0], {ids})"
+
+
+def converted_matched_sql(function: str, rec: str, truth: str, k: str, native: bool) -> str:
+    """``matched_sql``'s value (with n) for a pair that ``id_pair_sql`` calls 'exact' or
+    'collated': numeric ids by their exact text, collated ids both in the collated common type
+    (cast to VARCHAR, which keeps the collation, so that one SQL form serves both), matched by
+    the sorted merge alone (``_collated_pair`` says why; binding each form of the matching SQL
+    is most of a query's planning time, and the merge is never quadratic). With ``native``, the
+    exact text (plain VARCHAR) goes to the native step; a collation cannot. The converted lists
+    are bound once by a lambda over a one-element list, as an expression would otherwise be
+    evaluated again inside every matching lambda."""
+    collated = _collated_pair(rec, truth)
+
+    def converted(ids: str, other: str) -> str:
+        return (
+            f"CASE WHEN {collated} THEN CAST({common_ids_sql(ids, other)} AS VARCHAR[]) "
+            f"ELSE {exact_ids_sql(ids)} END"
+        )
+
+    merged = _merged_match("e.rec", "e.truth", "e.k", _top_k_len("e.rec", "e.k"), True)
+    sql = (
+        f"list_transform([struct_pack(rec := {converted(rec, truth)}, "
+        f"truth := {converted(truth, rec)}, k := {k})], lambda e: {merged})[1]"
+    )
+    if not native:
+        return sql
+    native_match = native_matched_sql(function, exact_ids_sql(rec), exact_ids_sql(truth), k)
+    return f"CASE WHEN {collated} THEN {sql} ELSE {native_match} END"
+
+
+def id_pair_sql(function: str, rec: str, truth: str) -> str:
+    """How a pair of id list types is matched: 'exact' (``_exact_pair``: numeric ids by their
+    exact values), 'collated' (``_collated_pair``: both sides in the collated common type) or
+    'as is' (DuckDB's comparison, by the SQL form or the native step); or an error naming
+    ``function`` (a SQL expression), both types and the fix, for the pairs duckrank refuses
+    because no exact comparison serves them: DECIMAL against FLOAT or DOUBLE (DuckDB compares
+    them as DOUBLE: 0.1 is not exactly any DOUBLE, and wide DECIMALs merge), a TIMESTAMP WITH
+    TIME ZONE against another type (the comparison goes through the session's TimeZone and can
+    merge two local times), ids that are lists or structs of two different types (their fields
+    would meet in a common type that may be inexact), and collated ids in a DuckDB before 2.0
+    (the SQL file in a 1.4 or 1.5 shell), whose list functions ignore a collation that its
+    comparisons and sorts apply. Only types are read: DuckDB folds it to a constant per query
+    (a refusal is raised by the first row that reaches it)."""
+    types = f"' and truth is ' || typeof({truth}) || ': '"
+
+    def message(reason: str, fix: str = "") -> str:
+        fix = fix or (
+            f"cast one side to the other''s type, e.g. CAST(truth AS ' || typeof({rec}) || ')"
+        )
+        return f"error({function} || ': rec is ' || typeof({rec}) || {types} || '{reason}; {fix}')"
+
+    differ = f"typeof({rec}) <> typeof({truth})"
+    nested = r"((STRUCT|TUPLE|MAP|UNION)\(.*|.*\]\[\])"
+    refused = [
+        # Never true. It binds first, so that DuckDB's binder error for a truth or rec that is
+        # not a list (the item column of a long table, a score) names both types:
+        # list_concat(INTEGER[], BIGINT).
+        (f"typeof(list_concat({rec}, {truth})) IS NULL", "NULL"),
+        (_matches(rec, truth, [(_DECIMAL, "(FLOAT|DOUBLE)")]),
+         message("DuckDB would compare these ids as DOUBLE, which is inexact")),
+        (f"({differ} AND contains({_pair_key(rec, truth)}, '{_TIME_ZONE}'))",
+         message("DuckDB would compare these ids through the TimeZone setting, which can merge "
+                 "two local times")),
+        (f"({differ} AND regexp_full_match({_pair_key(rec, truth)}, "
+         f"'{nested};.*|.*;{nested}'))",
+         message("ids that are lists or structs must have the same type on both sides")),
+        (_exact_pair(rec, truth), "'exact'"),
+        (_collated_pair(rec, truth),
+         "CASE WHEN list_contains(['A' COLLATE NOCASE], 'a') THEN 'collated' ELSE "
+         + message("collated ids need DuckDB 2.0 (the list functions of this DuckDB ignore a "
+                   "collation)", "compare them byte for byte as BLOBs: list_transform(rec, "
+                   "lambda x: x::BLOB), and the same for truth") + " END"),
+    ]
+    whens = "".join(f"WHEN {condition} THEN {result} " for condition, result in refused)
+    return f"(CASE {whens}ELSE 'as is' END)"
+
+
 def native_matched_sql(function: str, rec: str, truth: str, k: str) -> str:
     """``matched_sql``'s value (always with n; positions ascending) from the native step, for the
     pairs ``native_handles_sql`` accepts. ``function`` names the caller in its error messages."""
-    return f"duckrank_match({function}, {rec}, {truth}, {k})"
+    # The limit in force for this query: the native step keeps its scratch memory under it.
+    return f"duckrank_match({function}, {rec}, {truth}, {k}, current_setting('memory_limit'))"
 
 
 def native_grades_sql(rec: str, truth: str, k: str) -> str:
@@ -158,15 +344,10 @@ def native_grades_sql(rec: str, truth: str, k: str) -> str:
     (compared by their text, as ``x::VARCHAR`` gives it), else ``graded_top_sql`` itself."""
     ids = _list_types(("VARCHAR",) + NATIVE_SIGNED_TYPES[:-1] + NATIVE_UNSIGNED_TYPES)
     return (
-        f"CASE WHEN typeof({rec}) IN ({ids}) THEN duckrank_grades({rec}, {truth}, {k}) "
+        f"CASE WHEN typeof({rec}) IN ({ids}) "
+        f"THEN duckrank_grades({rec}, {truth}, {k}, current_setting('memory_limit')) "
         f"ELSE {graded_top_sql(rec, truth, k)} END"
     )
-
-
-def hit_positions_sql(rec: str, truth: str, k: str) -> str:
-    """The 1-based positions of the hits of ``rec`` within its top K (in no particular order), as
-    a BIGINT[]."""
-    return f"struct_extract({matched_sql(rec, truth, k, count_truth=False)}, 'pos')"
 
 
 def relevant_count_sql(truth: str) -> str:

@@ -9,23 +9,24 @@ through the SQL form for the others; the metric's formula is the same text in bo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from duckrank.matching.sql import (
     bad_grade_sql,
     bad_list_grade_sql,
     binary_top_sql,
+    converted_matched_sql,
     cutoff_sql,
     first_field_grades_sql,
     graded_top_sql,
-    hit_positions_sql,
+    id_pair_sql,
     ideal_grades_sql,
     matched_sql,
     native_grades_sql,
     native_handles_sql,
     native_matched_sql,
     positive_count_sql,
-    relevant_count_sql,
 )
 from duckrank.metrics import METRICS
 from duckrank.metrics.graded import option_errors_sql
@@ -35,17 +36,36 @@ from duckrank.render import ordered_list, trec
 SQL_FILE = Path(__file__).resolve().parents[2] / "sql" / "duckrank.sql"
 
 
-def _helper_macros(native: bool) -> list[str]:
-    positions = hit_positions_sql("rec", "truth", "k")
+def _matched(
+    function: str, cut: str, read: Callable[[str], str], native: bool, count_truth: bool
+) -> str:
+    """``read`` (a SQL expression of the row's match) over the matching step that fits the pair
+    of id types, chosen by a CASE that DuckDB folds per query (``id_pair_sql``, which also
+    raises the error of a refused pair): ids of types DuckDB would compare inexactly, or under a
+    collation one side lacks, through ``duckrank_converted_match``; with ``native``, the types
+    the native step handles through it; the rest through the SQL form."""
+    cases = (
+        f"WHEN duckrank_id_pair({function}, rec, truth) <> 'as is' "
+        f"THEN {read(f'duckrank_converted_match({function}, rec, truth, {cut})')} "
+    )
     if native:
-        fast = native_matched_sql("'duckrank_hit_positions'", "rec", "truth", "k")
-        positions = (
-            f"CASE WHEN {native_handles_sql('rec', 'truth')} THEN struct_extract({fast}, 'pos') "
-            f"ELSE {positions} END"
+        cases += (
+            f"WHEN {native_handles_sql('rec', 'truth')} "
+            f"THEN {read(native_matched_sql(function, 'rec', 'truth', cut))} "
         )
+    sql_match = matched_sql("rec", "truth", cut, count_truth=count_truth)
+    return f"CASE {cases}ELSE {read(sql_match)} END"
+
+
+def _helper_macros(native: bool) -> list[str]:
+    matched = _matched("fn", "k", lambda match: match, native, count_truth=True)
+    converted = converted_matched_sql("fn", "rec", "truth", "k", native)
     return [
         f"CREATE OR REPLACE MACRO duckrank_cutoff(fn, rec, k) AS {cutoff_sql('fn', 'rec', 'k')}",
-        f"CREATE OR REPLACE MACRO duckrank_hit_positions(rec, truth, k) AS {positions}",
+        f"CREATE OR REPLACE MACRO duckrank_id_pair(fn, rec, truth) AS "
+        f"{id_pair_sql('fn', 'rec', 'truth')}",
+        f"CREATE OR REPLACE MACRO duckrank_converted_match(fn, rec, truth, k) AS {converted}",
+        f"CREATE OR REPLACE MACRO duckrank_matched(fn, rec, truth, k) AS {matched}",
     ]
 
 
@@ -59,18 +79,15 @@ def _hits_body(metric: Metric, native: bool) -> str:
     are not bound the same way: that second lambda level cost 25% (benchmarks/RESULTS.md), so an
     argument that is an expression rather than a column is evaluated again inside the matching
     lambdas (correct, but slower). n is computed only for metrics that read it. Option checks
-    come first and outside the lambda, where DuckDB folds them for constant options. With
-    ``native``, the id types the native step handles take it (a choice DuckDB folds per query)."""
-    cut = f"duckrank_cutoff('{metric.name}', rec, k)"
+    come first and outside the lambda, where DuckDB folds them for constant options; the choice
+    of matching step (``_matched``) is folded for the column types."""
+    name = f"'{metric.name}'"
+    cut = f"duckrank_cutoff({name}, rec, k)"
     value = metric.sql.format(pos="m.pos", K="m.K", k="m.cut", n="m.n")
-    sql_match = matched_sql("rec", "truth", cut, count_truth="{n}" in metric.sql)
-    per_row = f"list_transform([{sql_match}], lambda m: {value})[1]"
-    if native:
-        native_match = native_matched_sql(f"'{metric.name}'", "rec", "truth", cut)
-        per_row = (
-            f"CASE WHEN {native_handles_sql('rec', 'truth')} "
-            f"THEN list_transform([{native_match}], lambda m: {value})[1] ELSE {per_row} END"
-        )
+    per_row = _matched(
+        name, cut, lambda match: f"list_transform([{match}], lambda m: {value})[1]", native,
+        count_truth="{n}" in metric.sql,
+    )
     checks = option_errors_sql(metric.name, metric.options)
     whens = "".join(f"WHEN {condition} THEN {error} " for condition, error in checks)
     return (
@@ -117,7 +134,8 @@ def _graded_body(
 def _grades_body(metric: Metric, native: bool) -> str:
     """A graded metric's body over MAP or LIST truth. With ``native``, the MAP form reads the
     grades of the top K through the native step (``native_grades_sql``); the LIST form matches
-    through the ``duckrank_hit_positions`` helper (``_helper_macros``)."""
+    through the ``duckrank_matched`` helper (``_helper_macros``), which gives n with the hit
+    positions: n counts distinct items as the match compares them (a collation included)."""
     if metric.truth_type:  # MAP(VARCHAR, DOUBLE): item -> grade
         grades = "map_values(r.truth)"
         top = (native_grades_sql if native else graded_top_sql)("r.rec", "r.truth", "r.cut")
@@ -126,12 +144,12 @@ def _grades_body(metric: Metric, native: bool) -> str:
             ideal=ideal_grades_sql(grades, "r.cut"), n=positive_count_sql(grades),
             grade_checks=[bad_grade_sql(f"'{metric.name}'", "r.truth")],
         )
-    n = relevant_count_sql("r.truth")  # a LIST: grade 1 for each item
+    # A LIST: grade 1 for each item; the hit positions and n come from one match of the row.
     cut = f"duckrank_cutoff('{metric.name}', rec, k)"
     return _graded_body(
-        metric, top=binary_top_sql("r.pos", "least(r.cut, len(r.rec))"),
-        ideal=f"list_resize([]::DOUBLE[], least(r.cut, {n}), 1.0)", n=n, grade_checks=[],
-        bound=(("pos", f"duckrank_hit_positions(rec, truth, {cut})"),),
+        metric, top=binary_top_sql("r.m.pos", "r.m.K"),
+        ideal="list_resize([]::DOUBLE[], least(r.cut, r.m.n), 1.0)", n="r.m.n", grade_checks=[],
+        bound=(("m", f"duckrank_matched('{metric.name}', rec, truth, {cut})"),),
     )
 
 

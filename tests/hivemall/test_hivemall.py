@@ -642,3 +642,20 @@ def test_schema_works_in_plain_duckdb_from_a_database_file(tmp_path):
                          "recall_at([1, 3, 2, 6], [1, 2, 4], 2)").fetchall() == [
         (0.8128912838590544, 0.3333333333333333)]
     plain.close()
+
+
+@pytest.mark.parametrize("database", [":memory:", "file"])
+def test_hivemall_names_win_on_native_connections(tmp_path, database):
+    """duckrank's native TEMP copies of main's macros would take precedence over any schema on
+    the search path; connect(hivemall=True) keeps them off that connection. The guide's table
+    (seed 001): recall@2 of its two users is 1/3 each, one aggregate row; main's scalar would
+    give a row per user."""
+    path = database if database == ":memory:" else str(tmp_path / "hm.duckdb")
+    with duckrank.connect(path, hivemall=True) as con:
+        assert con.execute(
+            "SELECT recall_at(rec, truth, 2) FROM (VALUES ([1, 3, 2, 6], [1, 2, 4]), "
+            "([6, 2, 3, 1], [1, 2, 4])) t(rec, truth)"
+        ).fetchall() == [(0.3333333333333333,)]
+        # main's functions, qualified, are still main's (per row).
+        assert con.execute("SELECT main.recall_at([1, 3, 2, 6], [1, 2, 4], 2)").fetchall() == [
+            (0.3333333333333333,)]

@@ -27,7 +27,7 @@ from duckrank.matching import sql as matching
 from duckrank.metrics import METRICS
 
 HIT_METRICS = [m.name for m in METRICS if m.inputs == "hits"]
-# Graded metrics over LIST truth match through duckrank_hit_positions.
+# Graded metrics over LIST truth match through duckrank_matched.
 LIST_GRADED = [m.name for m in METRICS if m.inputs == "grades" and not m.truth_type]
 ROWS = 500
 
