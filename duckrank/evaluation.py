@@ -39,8 +39,10 @@ import duckdb
 import pyarrow as pa
 
 from duckrank.files.runs import QUERY_COLUMNS, Columns, is_number_type, read_file
+from duckrank.matching.sql import INTEGER_TYPES, NATIVE_SIGNED_TYPES
 from duckrank.metrics import METRICS, by_name
 from duckrank.metrics.record import Metric, Option
+from duckrank.render.quoting import quote_identifier
 
 if TYPE_CHECKING:
     import pandas
@@ -62,10 +64,6 @@ QRELS_ROLES = ("query", "item", "grade")
 ROWS_PER_BUCKET = 3_000_000
 # Run rows sampled to place the range boundaries (a reservoir: constant memory).
 SAMPLE_ROWS = 20_000
-
-
-def quote_identifier(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 class DroppedRows(UserWarning):
@@ -380,15 +378,8 @@ def _as_relation(
     return con.table(name)
 
 
-_INTEGER_TYPES = {
-    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
-    "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT",
-}
-_SIGNED_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT"}
-
-
 def _id_kind(sql_type: str) -> str:
-    return "an integer" if sql_type in _INTEGER_TYPES else sql_type
+    return "an integer" if sql_type in INTEGER_TYPES else sql_type
 
 
 class _Table:
@@ -480,7 +471,8 @@ def _ids(run: _Table, qrels: _Table, role: str, run_name: str, qrels_name: str, 
     if ids == "varchar":
         return f"CAST({run_sql} AS VARCHAR)", f"CAST({qrels_sql} AS VARCHAR)"
     run_type, qrels_type = run.type_of(run_name), qrels.type_of(qrels_name)
-    inexact = {run_type, qrels_type} & {"UHUGEINT"} and {run_type, qrels_type} & _SIGNED_TYPES
+    types = {run_type, qrels_type}
+    inexact = "UHUGEINT" in types and bool(types & set(NATIVE_SIGNED_TYPES))
     if _id_kind(run_type) != _id_kind(qrels_type) or inexact:
         raise ValueError(
             f"the {role} ids are {run_type} in the run ({run_name!r}) but {qrels_type} in the "

@@ -35,6 +35,7 @@ from duckrank.engines import python_udfs, stats
 from duckrank.hivemall import macros as _hivemall
 from duckrank.matching import native as _native
 from duckrank.render.macros import sql_statements
+from duckrank.render.quoting import quote_identifier
 
 _CREATE = "CREATE OR REPLACE MACRO "
 # One lock for every database of the process rather than one per database: the setting
@@ -84,10 +85,6 @@ def _as_temp(statements: list[str]) -> list[str]:
     ]
 
 
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def _drop_statements(con: duckdb.DuckDBPyConnection, statements: list[str]) -> list[str]:
     """DROP statements for the macros of ``statements`` that the database already holds, each
     caller before the helpers it calls (the reverse of creation order): DuckDB refuses to
@@ -109,7 +106,7 @@ def _drop_statements(con: duckdb.DuckDBPyConnection, statements: list[str]) -> l
             key = tuple(name.split(".", 1)) if "." in name else (schema, name)
             if key in stored:
                 kind = "MACRO TABLE" if stored.pop(key) == "table_macro" else "MACRO"
-                drops.append(f"DROP {kind} {'.'.join(_quoted(part) for part in key)}")
+                drops.append(f"DROP {kind} {'.'.join(quote_identifier(part) for part in key)}")
     return drops
 
 

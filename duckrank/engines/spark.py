@@ -209,7 +209,7 @@ _DECIMAL = r"^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$"
 
 
 def _k_error(function: str, value: object) -> ValueError:
-    # Same wording as duckrank.matching.cutoff_sql, so both engines fail alike.
+    # Same wording as duckrank.matching.sql.cutoff_sql, so both engines fail alike.
     return ValueError(f"{function}: k must be a positive integer or 'all', got {value}")
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 
 from duckrank.files import trec
+from duckrank.matching.sql import INTEGER_TYPES
 from duckrank.render.trec import LITERAL_PATH, QUOTED_LENGTH
 
 # The default column names; a query column called ``user`` is found too (see ``Columns``).
@@ -31,10 +32,7 @@ class Columns:
 
 FILE_FORMATS = ("auto", "parquet", "csv", "trec")
 
-_NUMERIC_TYPES = {
-    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
-    "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE",
-}
+_NUMERIC_TYPES = {*INTEGER_TYPES, "FLOAT", "DOUBLE"}
 
 
 def file_format(path: str | Path) -> str:

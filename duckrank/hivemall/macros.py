@@ -25,6 +25,7 @@ truth)`` the list form; ``ndcg`` sees struct elements through the ``rec_parts`` 
 from __future__ import annotations
 
 from duckrank.render import ordered_list
+from duckrank.render.quoting import quote_literal
 
 SCHEMA = "hivemall"
 
@@ -272,10 +273,6 @@ def _measure_macro(fn: str) -> str:
     return f"CREATE OR REPLACE MACRO {SCHEMA}.{fn}" + ",\n  ".join(overloads)
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 # --- Hive and Hivemall collection functions the guide's queries use -------------------------
 
 STRUCT_MAX_FIELDS = 16
@@ -337,7 +334,7 @@ def sql_statements() -> list[str]:
     for fn in BINARY_MEASURES:
         statements += [
             _measure_macro(fn),
-            f"COMMENT ON MACRO {SCHEMA}.{fn} IS {_quote(SUMMARIES[fn])}",
+            f"COMMENT ON MACRO {SCHEMA}.{fn} IS {quote_literal(SUMMARIES[fn])}",
         ]
     statements += [
         ordered_list.to_ordered_list_macro(f"{SCHEMA}.to_ordered_list"),

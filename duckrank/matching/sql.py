@@ -335,8 +335,12 @@ def id_pair_sql(function: str, rec: str, truth: str) -> str:
 def native_matched_sql(function: str, rec: str, truth: str, k: str) -> str:
     """``matched_sql``'s value (always with n; positions ascending) from the native step, for the
     pairs ``native_handles_sql`` accepts. ``function`` names the caller in its error messages."""
-    # The limit in force for this query: the native step keeps its scratch memory under it.
-    return f"duckrank_match({function}, {rec}, {truth}, {k}, current_setting('memory_limit'))"
+    # The limit in force for this query: the native step keeps its scratch memory under it. The
+    # name is qualified: a macro of the same name in the user's database would shadow it.
+    return (
+        f"system.main.duckrank_match({function}, {rec}, {truth}, {k}, "
+        "current_setting('memory_limit'))"
+    )
 
 
 def native_grades_sql(rec: str, truth: str, k: str) -> str:
@@ -345,7 +349,7 @@ def native_grades_sql(rec: str, truth: str, k: str) -> str:
     ids = _list_types(("VARCHAR",) + NATIVE_SIGNED_TYPES[:-1] + NATIVE_UNSIGNED_TYPES)
     return (
         f"CASE WHEN typeof({rec}) IN ({ids}) "
-        f"THEN duckrank_grades({rec}, {truth}, {k}, current_setting('memory_limit')) "
+        f"THEN system.main.duckrank_grades({rec}, {truth}, {k}, current_setting('memory_limit')) "
         f"ELSE {graded_top_sql(rec, truth, k)} END"
     )
 

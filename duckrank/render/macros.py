@@ -32,6 +32,7 @@ from duckrank.metrics import METRICS
 from duckrank.metrics.graded import option_errors_sql
 from duckrank.metrics.record import Metric
 from duckrank.render import ordered_list, trec
+from duckrank.render.quoting import quote_literal
 
 SQL_FILE = Path(__file__).resolve().parents[2] / "sql" / "duckrank.sql"
 
@@ -67,10 +68,6 @@ def _helper_macros(native: bool) -> list[str]:
         f"CREATE OR REPLACE MACRO duckrank_converted_match(fn, rec, truth, k) AS {converted}",
         f"CREATE OR REPLACE MACRO duckrank_matched(fn, rec, truth, k) AS {matched}",
     ]
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _hits_body(metric: Metric, native: bool) -> str:
@@ -189,7 +186,7 @@ def metric_comment(overloads: list[Metric]) -> str:
         f"{m.undefined}"
         for m in overloads
     )
-    return f"COMMENT ON MACRO {overloads[0].name} IS {_quote(text)}"
+    return f"COMMENT ON MACRO {overloads[0].name} IS {quote_literal(text)}"
 
 
 def sql_statements(native: bool = False) -> list[str]:

@@ -1,7 +1,8 @@
 """Statistical tests over paired per-user values: one ``record.StatTest`` per test (its SQL
 signature, output fields, null hypothesis, p-value convention, when to prefer it, source) with its
 numpy math (``t_test``, ``wilcoxon``, ``resampling``; null distributions in ``distributions``).
-Pure numpy: the DuckDB wiring is ``duckrank.engines.stats``, the docs ``duckrank.stats.docs``."""
+Pure numpy: the DuckDB wiring is ``duckrank.engines.stats``, the docs
+``duckrank.render.compare``."""
 
 from duckrank.stats.record import StatTest
 from duckrank.stats.resampling import BOOTSTRAP_CI, PAIRED_BOOTSTRAP_CI, RANDOMIZATION_TEST

@@ -10,7 +10,7 @@ column ``x``). It runs in two steps, both named by its record:
   tested on its own and any engine can call it).
 
 The DuckDB registration (``duckrank.engines.stats``), the SQL signature and the reference part of
-docs/compare.md (``duckrank.stats.docs``) are derived from the records.
+docs/compare.md (``duckrank.render.compare``) are derived from the records.
 """
 
 from __future__ import annotations
@@ -91,10 +91,12 @@ MOMENTS = Summary(
         ("sum_d", "sum({x} - {y})", "DOUBLE"),
         ("sum_d2", "sum(({x} - {y}) * ({x} - {y}))", "DOUBLE"),
         ("sum_x", "sum({x}) FILTER (WHERE {y} IS NOT NULL)", "DOUBLE"),
+        # Its own sum: (sum_x - sum_d) cancels when x is much larger than y.
+        ("sum_y", "sum({y}) FILTER (WHERE {x} IS NOT NULL)", "DOUBLE"),
     ),
     per_group=False,
-    doc="one-pass sums of the differences d = x - y (count, sum, sum of squares) and the sum of "
-    "x over the pairs",
+    doc="one-pass sums of the differences d = x - y (count, sum, sum of squares) and the sums of "
+    "x and of y over the pairs",
 )
 
 DIFFERENCES = Summary(

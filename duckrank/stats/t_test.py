@@ -14,8 +14,9 @@ in SS, it raises an error rather than return an imprecise statistic. That needs
 3 n u S2 > 1e-6 SS, i.e. a standard deviation of the differences below about 2e-5 sqrt(n) times
 their mean (2% of it at n = 10^6: every user changed by almost exactly the same amount; |t| is
 then above 50,000 and p underflows to 0), including differences that are all equal but whose
-squares do not sum exactly (all 0.1, or ``(x + 0.1) - x``); all-equal differences whose sums are
-exact (all 0.5) give SS = 0 and t = +-inf, and all-zero differences give NULL (0/0), as scipy.
+squares do not sum exactly (all 0.1, or ``(x + 0.1) - x``) and all-equal non-zero differences
+(SS = 0 from one-pass sums cannot tell them from differences that merely cancel); all-zero
+differences give NULL (0/0), as scipy.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ _MIN_EXACT_DIGITS = 6
 
 
 def paired_t(
-    n: np.ndarray, sum_d: np.ndarray, sum_d2: np.ndarray, sum_x: np.ndarray
+    n: np.ndarray, sum_d: np.ndarray, sum_d2: np.ndarray, sum_x: np.ndarray, sum_y: np.ndarray
 ) -> dict[str, np.ndarray]:
     """The fields of ``paired_ttest`` for a batch of groups (NaN where undefined)."""
     count = n.astype(np.float64)
@@ -38,7 +39,9 @@ def paired_t(
         mean_d = sum_d / count
         squares = sum_d2 - sum_d * mean_d
         rounding = 3 * count * _UNIT_ROUNDOFF * sum_d2
-        precise = (squares == 0) | (rounding <= squares * 10.0**-_MIN_EXACT_DIGITS)
+        # SS = 0 is exact only when nothing could round (all differences 0): one-pass sums of
+        # differences that are not all equal can also cancel to exactly 0.
+        precise = rounding <= squares * 10.0**-_MIN_EXACT_DIGITS
         imprecise = (count >= 2) & np.isfinite(sum_d2) & ~precise
         if imprecise.any():
             i = int(np.argmax(imprecise))
@@ -54,7 +57,7 @@ def paired_t(
         return {
             "n": n,
             "mean_x": sum_x / count,
-            "mean_y": (sum_x - sum_d) / count,
+            "mean_y": sum_y / count,
             "mean_diff": mean_d,
             "statistic": statistic,
             "p_value": student_t_two_sided(statistic, count - 1),
@@ -86,8 +89,8 @@ PAIRED_TTEST = StatTest(
     "about 2e-5 sqrt(n) times their mean: 2% of it at n = 10^6; |t| is then above 50,000), "
     "the function raises an "
     "error naming the values and the alternative (`stddev_samp`) rather than answer "
-    "imprecisely. So do differences that are all equal, such as all 0.1 or `(x + 0.1) - x`, "
-    "unless their squares sum exactly (all 0.5: t = +-infinity and p = 0, as scipy). A NaN "
+    "imprecisely. So do differences that are all equal and not 0, such as all 0.1, all 0.5 or "
+    "`(x + 0.1) - x` (one-pass sums cannot tell them from differences that cancel). A NaN "
     "value makes every field computed from it NULL.",
     prefer="the default for comparing two systems' mean metric over the same users or queries: "
     "Smucker et al. (2007) found it agrees closely with the randomization and bootstrap tests on "

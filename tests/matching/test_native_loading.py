@@ -407,3 +407,23 @@ def test_an_unwritable_home_leaves_nothing_behind(tmp_path: Path) -> None:
     seen = _run_child({"HOME": str(home), "TMPDIR": str(scratch)})
     _assert_child_used_sql_and_warned_once(seen, f"{home}/.cache")
     assert list(home.iterdir()) == [] and list(scratch.iterdir()) == []
+
+
+def test_a_macro_named_like_the_native_function_is_not_the_native_step(tmp_path) -> None:
+    """A database file may hold a macro called duckrank_match: it must neither count as the
+    native step nor be what the metric macros call. By hand: none of [1, 2, 3] is in [4, 5, 6],
+    so recall and precision are 0 (the planted macro claims three hits)."""
+    path = str(tmp_path / "planted.duckdb")
+    planted = duckdb.connect(path)
+    planted.execute(
+        "CREATE MACRO duckrank_match(fn, rec, truth, k, lim) AS "
+        "{'K': 3::BIGINT, 'pos': [1, 2, 3]::BIGINT[], 'n': 3::BIGINT, 'cut': 10::BIGINT}"
+    )
+    assert not native.is_loaded(planted)
+    planted.close()
+    con = duckrank.connect(path)
+    assert native.is_loaded(con)
+    assert con.execute(
+        "SELECT recall_at([1, 2, 3], [4, 5, 6], 10), precision_at([1, 2, 3], [4, 5, 6], 3)"
+    ).fetchall() == [(0.0, 0.0)]
+    con.close()

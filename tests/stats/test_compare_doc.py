@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import duckrank
+from duckrank.render.compare import BEGIN, COMPARE_FILE, END, updated
 from duckrank.stats import TESTS, by_name
-from duckrank.stats.docs import BEGIN, COMPARE_FILE, END, updated
 
 
 def test_compare_doc_is_current() -> None:
-    # `python -m duckrank.stats` rewrites the generated part; the hand-written rest is kept.
+    # `python -m duckrank.render` rewrites the generated part; the hand-written rest is kept.
     text = COMPARE_FILE.read_text()
     assert text.count(BEGIN) == 1 and text.count(END) == 1
-    assert updated(text) == text, "run: .venv/bin/python -m duckrank.stats"
+    assert updated(text) == text, "run: .venv/bin/python -m duckrank.render"
 
 
 def test_every_record_is_complete_and_registered() -> None:

@@ -108,8 +108,6 @@ def test_paired_ttest_small_and_degenerate_samples(con: duckdb.DuckDBPyConnectio
         (np.array([np.nan]), np.array([1.0])),  # n = 0 (a group of NULL pairs): all NULL
         (np.array([0.75]), np.array([0.25])),  # n = 1: means, but no variance
         (np.array([0.5, 0.25, 1.0]), np.array([0.5, 0.25, 1.0])),  # all differences 0: 0/0
-        # All differences 0.5: t = 0.5 / 0 = +inf, p = 0 (scipy agrees: inf, 0.0).
-        (np.array([1.0, 0.75, 0.5]), np.array([0.5, 0.25, 0.0])),
         (np.array([1.0, np.nan, 0.25]), np.array([0.5, 2.0, 0.0])),  # NULL pair skipped
         (np.array([1.0, float("nan"), 0.25]), np.array([np.nan, np.nan, 0.0])),  # one pair left
     ]
@@ -120,15 +118,23 @@ def test_paired_ttest_small_and_degenerate_samples(con: duckdb.DuckDBPyConnectio
     assert got[1] == {"n": 1, "mean_x": 0.75, "mean_y": 0.25, "mean_diff": 0.5, **null}
     assert got[2] | {"mean_x": 0} == {"n": 3, "mean_x": 0, "mean_y": 0.5833333333333334,
                                       "mean_diff": 0.0, **null}
-    assert (got[3]["statistic"], got[3]["p_value"]) == (math.inf, 0.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # scipy warns of its own catastrophic cancellation
-        assert stats.ttest_rel([1.0, 0.75, 0.5], [0.5, 0.25, 0.0]).statistic == math.inf
     # Pairs (1, 0.5), (0.25, 0): d = 0.5, 0.25; mean 0.375, sd = 0.1767767, t = 3, df = 1,
     # p = 1 - 2 atan(3) / pi = 0.2048327646991335.
-    assert got[4]["n"] == 2 and got[4]["statistic"] == pytest.approx(3.0, rel=1e-12)
-    assert got[4]["p_value"] == pytest.approx(1 - 2 * math.atan(3) / math.pi, rel=1e-12)
-    assert got[5]["n"] == 1 and got[5]["statistic"] is None
+    assert got[3]["n"] == 2 and got[3]["statistic"] == pytest.approx(3.0, rel=1e-12)
+    assert got[3]["p_value"] == pytest.approx(1 - 2 * math.atan(3) / math.pi, rel=1e-12)
+    assert got[4]["n"] == 1 and got[4]["statistic"] is None
+
+
+@pytest.mark.parametrize("d", [[0.5, 0.5, 0.5], [1.0, 1.0, 1.0 + 2.0**-30]])
+def test_paired_ttest_refuses_differences_it_cannot_tell_from_constant(
+    con: duckdb.DuckDBPyConnection, d: list[float]
+) -> None:
+    """One-pass sums give SS = 0 for both: exactly for all 0.5 (scipy: t = inf), by cancellation
+    for [1, 1, 1 + 2^-30] (scipy: t = 3.22e9). They cannot be told apart from the sums, so both
+    are an error rather than t = inf for the second."""
+    load(con, "t_constant", [(np.array(d), np.zeros(3))])
+    with pytest.raises(duckdb.Error, match="too nearly constant"):
+        con.execute("SELECT paired_ttest(x, y) FROM t_constant").fetchall()
 
 
 @pytest.mark.parametrize(("x", "y"), [
@@ -372,6 +378,10 @@ def test_nan_makes_the_fields_null(con: duckdb.DuckDBPyConnection, call: str) ->
                 "(0, 0.5, 0.1), (0, 'NaN'::DOUBLE, 0.2), (0, 0.9, 0.3)) t(case_id, x, y)")
     result = con.execute(f"SELECT {call} FROM nan_case").fetchall()[0][0]
     assert result.pop("n") == 3
+    if call.startswith("paired_ttest"):
+        # y holds no NaN: its mean is defined, (0.1 + 0.2 + 0.3) / 3 (its own sum, not
+        # sum(x) - sum(x - y), which a NaN x or a large x would spoil).
+        assert result.pop("mean_y") == pytest.approx(0.2, rel=1e-15)
     assert set(result.values()) == {None}
 
 
@@ -474,3 +484,12 @@ def test_registration_is_idempotent_per_cursor_and_stores_nothing(tmp_path) -> N
                            "'paired_bootstrap_ci')").fetchall()
     plain.close()
     assert stored == []
+
+
+def test_paired_ttest_mean_y_when_x_is_much_larger(con: duckdb.DuckDBPyConnection) -> None:
+    """x = 1e9 (i mod 3), y = 1e-7 (i + 1) for i = 0..9: mean_y is avg(y) = 5.5e-7 (by hand:
+    1e-7 x 55 / 10); sum(x) - sum(x - y) would cancel to 5.72e-7."""
+    i = np.arange(10.0)
+    load(con, "t_scales", [(1e9 * (i % 3), 1e-7 * (i + 1))])
+    got = con.execute("SELECT paired_ttest(x, y).mean_y FROM t_scales").fetchall()[0][0]
+    assert got == pytest.approx(5.5e-7, rel=1e-12)

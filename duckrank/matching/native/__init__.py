@@ -1,7 +1,7 @@
 """duckrank's native matching step, a DuckDB extension built from ``match.c`` at install time.
 
 It adds ``duckrank_match(function, rec, truth, k)``, which returns what
-``duckrank.matching.matched_sql`` computes, and ``duckrank_grades(rec, truth, k)``; both take
+``duckrank.matching.sql.matched_sql`` computes, and ``duckrank_grades(rec, truth, k)``; both take
 ``current_setting('memory_limit')`` as an optional last argument, the bound of their scratch
 memory (match.c says how). ndcg over 1,000,000 users is 2.5x to 3x faster with them
 (benchmarks/RESULTS.md). The metric
@@ -212,9 +212,13 @@ def _extension_file(library: Path, platform: str) -> Path:
 
 
 def is_loaded(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether ``duckrank_match`` exists in ``con``'s database."""
+    """Whether the extension is loaded in ``con``'s database. Asked of DuckDB's extension list,
+    not of its function names: a macro called ``duckrank_match`` (which a database file may
+    hold) is not the native step, and the macros call the step by its qualified name
+    ``system.main.duckrank_match``."""
     return con.execute(
-        "SELECT count(*) FROM duckdb_functions() WHERE function_name = ?", [FUNCTION_NAME]
+        "SELECT count(*) FROM duckdb_extensions() WHERE extension_name = ? AND loaded",
+        [EXTENSION_NAME],
     ).fetchall() != [(0,)]
 
 

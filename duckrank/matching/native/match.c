@@ -14,14 +14,14 @@
  * set of the row's truth makes the whole match a few ns per element, inside DuckDB's vectorised
  * execution and on all its threads (no Python, no GIL).
  *
- * Which id types come here is decided by the macros (``native_handles_sql`` in matching.py):
+ * Which id types come here is decided by the macros (``native_handles_sql`` in matching/sql.py):
  * integers of any width (compared by value, as SQL does), and pairs of one same type among UUID,
  * VARCHAR, BLOB, DATE, the timestamps, BOOLEAN, FLOAT and DOUBLE. Any other pair goes to the SQL
  * form; receiving one here is an error naming the function.
  *
  * `k` arrives validated (``cutoff_sql``) and rows with a NULL rec, truth or k are NULL.
  *
- * A second function serves the graded metrics over MAP truth (``graded_top_sql`` in matching.py):
+ * A second function serves the graded metrics over MAP truth (``graded_top_sql`` in matching/sql.py):
  *
  *     duckrank_grades(rec LIST, truth MAP(VARCHAR, DOUBLE), k BIGINT) -> DOUBLE[]
  *
