@@ -141,6 +141,14 @@ def _register_udfs(con: duckdb.DuckDBPyConnection) -> None:
             udf.register(con)
 
 
+def _connection_statements(native: bool) -> list[str]:
+    """The macros a connection gets as TEMP macros. Their native forms refuse to run while the
+    hivemall schema is on the search path, whose functions of the same names they would hide."""
+    if not native:
+        return sql_statements()
+    return sql_statements(native=True, shadowing=(_hivemall.SCHEMA, frozenset(_hivemall.SUMMARIES)))
+
+
 def register(
     con: duckdb.DuckDBPyConnection, *, native: bool = True, hivemall: bool = False
 ) -> duckdb.DuckDBPyConnection:
@@ -167,12 +175,12 @@ def register(
     if read_only:
         # Nothing can be stored: main's macros become TEMP macros of this connection, and the
         # hivemall schema (which a TEMP catalog cannot hold) is unavailable.
-        _run_in_transaction(con, _as_temp([*sql_statements(use_native), version]))
+        _run_in_transaction(con, _as_temp([*_connection_statements(use_native), version]))
     elif use_native and not hivemall:
         # TEMP copies of just the macros whose native form differs shadow the stored SQL ones.
         stored = set(statements)
         _run_in_transaction(
-            con, _as_temp([s for s in sql_statements(native=True) if s not in stored])
+            con, _as_temp([s for s in _connection_statements(True) if s not in stored])
         )
     for statement in (*python_udfs.session_statements(), *stats.session_statements()):
         con.execute(statement)

@@ -166,16 +166,38 @@ def _grade_lists_body(metric: Metric, native: bool) -> str:
 BODIES = {"hits": _hits_body, "grades": _grades_body, "grade_lists": _grade_lists_body}
 
 
-def _overload(metric: Metric, native: bool) -> str:
+def _shadow_guard(name: str, schema: str, body: str) -> str:
+    """``body``, or an error when ``schema`` is on the search path. The native forms are TEMP
+    macros, which DuckDB resolves before every schema on the search path: a query meant for
+    ``schema``'s function of the same name would get this one, with other rules, in silence.
+    ``current_setting`` is a constant of the query, so the check costs nothing per row."""
+    message = quote_literal(
+        f"{name}: the search path names the {schema} schema, but this connection's native "
+        f"copy of main.{name} takes precedence over it; register the connection with "
+        f"duckrank.register(con, {schema}=True), or write {schema}.{name}"
+    )
+    return (
+        f"CASE WHEN current_setting('search_path') ILIKE '%{schema}%' THEN error({message}) "
+        f"ELSE {body} END"
+    )
+
+
+def _overload(metric: Metric, native: bool, shadowing: tuple[str, frozenset[str]] | None) -> str:
     options = "".join(f", {o.name} := {o.sql_default()}" for o in metric.options)
     truth = f"truth {metric.truth_type}" if metric.truth_type else "truth"
-    return f"(rec, {truth}, k := 'all'{options}) AS {BODIES[metric.inputs](metric, native)}"
+    body = BODIES[metric.inputs](metric, native)
+    if shadowing is not None and metric.name in shadowing[1]:
+        body = _shadow_guard(metric.name, shadowing[0], body)
+    return f"(rec, {truth}, k := 'all'{options}) AS {body}"
 
 
-def metric_macro(overloads: list[Metric], native: bool = False) -> str:
+def metric_macro(
+    overloads: list[Metric], native: bool = False,
+    shadowing: tuple[str, frozenset[str]] | None = None,
+) -> str:
     """One CREATE MACRO for all the records that share a name."""
     return f"CREATE OR REPLACE MACRO {overloads[0].name}" + ",\n  ".join(
-        _overload(m, native) for m in overloads
+        _overload(m, native, shadowing) for m in overloads
     )
 
 
@@ -189,9 +211,13 @@ def metric_comment(overloads: list[Metric]) -> str:
     return f"COMMENT ON MACRO {overloads[0].name} IS {quote_literal(text)}"
 
 
-def sql_statements(native: bool = False) -> list[str]:
+def sql_statements(
+    native: bool = False, shadowing: tuple[str, frozenset[str]] | None = None
+) -> list[str]:
     """Every statement duckrank runs to register its macros, in order: pure SQL, or with
-    ``native`` (the native step must be loaded) matching natively where it can."""
+    ``native`` (the native step must be loaded) matching natively where it can. ``shadowing``,
+    (schema, names), makes those names fail while that schema is on the search path (for the
+    native forms, which are TEMP macros: see ``_shadow_guard``)."""
     statements = [
         *_helper_macros(native), *(m.strip() for m in (*ordered_list.MACROS, *trec.MACROS))
     ]
@@ -200,7 +226,7 @@ def sql_statements(native: bool = False) -> list[str]:
         if metric.inputs in BODIES:
             by_name.setdefault(metric.name, []).append(metric)
     for overloads in by_name.values():
-        statements += [metric_macro(overloads, native), metric_comment(overloads)]
+        statements += [metric_macro(overloads, native, shadowing), metric_comment(overloads)]
     return statements
 
 
