@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from duckrank.matching.arrays import gather_ranges
+from duckrank.matching.arrays import combined, gather_ranges
 from duckrank.matching.preferences import (
     match_preferences,
     match_ranked_grades,
@@ -69,14 +69,10 @@ class PythonUDF:
 
 # --- Arrow in: the macros' reshaped arguments back into (rec, truth) Arrow lists -----------------
 
-def _combined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-
-
 def _id_lists(ids: pa.Array | pa.ChunkedArray) -> pa.ListArray:
     """The list array inside the UNION argument (every row holds the same member, the one
     DuckDB cast the macro's list to)."""
-    ids = _combined(ids)
+    ids = combined(ids)
     if not pa.types.is_union(ids.type):
         return ids
     members = [ids.field(i) for i in range(ids.type.num_fields)]
@@ -87,11 +83,11 @@ def _id_lists(ids: pa.Array | pa.ChunkedArray) -> pa.ListArray:
 
 
 def _valid(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    return _combined(values).is_valid().to_numpy(zero_copy_only=False)
+    return combined(values).is_valid().to_numpy(zero_copy_only=False)
 
 
 def _int_column(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    return pc.fill_null(_combined(values), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    return pc.fill_null(combined(values), 0).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _struct_fields(type_name: str) -> int | None:
@@ -112,7 +108,7 @@ def _struct_fields(type_name: str) -> int | None:
 def _check_pairs(function: str, argument: str, type_names: pa.Array | pa.ChunkedArray) -> None:
     """The macro passes only the first two fields of each struct, so their number is checked on
     the argument's typeof() text."""
-    names = pc.drop_null(_combined(type_names))
+    names = pc.drop_null(combined(type_names))
     name = names[0].as_py() if len(names) else None
     if name is not None and _struct_fields(name) not in (None, 2):
         raise pairs_type_error(function, argument, name)
@@ -177,7 +173,7 @@ def _rec_and_grade_map(
 ) -> tuple[pa.ListArray, pa.MapArray]:
     """The correlations: each row's ids are rec as VARCHAR || truth's keys; ``grades`` are
     truth's values in key order."""
-    grade_lists = _combined(grades)
+    grade_lists = combined(grades)
     key_len = pc.list_value_length(grade_lists)
     rec, keys = _segments(ids, rec_len, key_len, repeats=(1, 1))
     grade_offsets = grade_lists.offsets.to_numpy().astype(np.int64)
@@ -194,7 +190,7 @@ def _as_arrow(values: np.ndarray) -> pa.Array:
 
 
 def _option_values(option: Option, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    column = _combined(column)
+    column = combined(column)
     if isinstance(option.default, str):
         return np.asarray(column.to_numpy(zero_copy_only=False), dtype=object)
     return pc.fill_null(column.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False)

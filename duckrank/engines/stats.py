@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from duckrank.engines.python_udfs import PythonUDF
+from duckrank.matching.arrays import combined
 from duckrank.stats import TESTS
 from duckrank.stats.record import StatTest
 
@@ -41,16 +42,12 @@ def udf_name(test: StatTest) -> str:
     return f"duckrank_stats_{test.name}"
 
 
-def _combined(column: Column) -> pa.Array:
-    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-
-
 def _numbers(column: Column, sql_type: str) -> np.ndarray:
     """A BIGINT or DOUBLE column as numpy (NULL: 0 or NaN; a group of no pairs has n = 0 and
     NULL sums)."""
     if sql_type == "BIGINT":
-        return pc.fill_null(_combined(column), 0).to_numpy(zero_copy_only=False)
-    filled = pc.fill_null(_combined(column).cast(pa.float64()), np.nan)
+        return pc.fill_null(combined(column), 0).to_numpy(zero_copy_only=False)
+    filled = pc.fill_null(combined(column).cast(pa.float64()), np.nan)
     return filled.to_numpy(zero_copy_only=False)
 
 
@@ -84,11 +81,11 @@ def _group_function(test: StatTest) -> Callable[..., pa.StructArray]:
     them in whatever order DuckDB's threads met the rows)."""
 
     def function(lists: Column, *option_columns: Column) -> pa.StructArray:
-        lists = _combined(lists)
+        lists = combined(lists)
         offsets = lists.offsets.to_numpy()
         values = lists.values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
         valid = lists.is_valid().to_numpy(zero_copy_only=False)
-        texts = [_combined(c).to_pylist() for c in option_columns]
+        texts = [combined(c).to_pylist() for c in option_columns]
         rows = []
         for i in range(len(lists)):
             group = np.sort(values[offsets[i] : offsets[i + 1]]) if valid[i] else np.empty(0)

@@ -311,3 +311,8 @@ def gather_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     shift = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
     return shift + np.arange(total)
+
+
+def combined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One contiguous Arrow array: DuckDB and Spark hand UDFs chunked columns."""
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from duckrank.matching.arrays import gather_ranges
+from duckrank.matching.arrays import combined, gather_ranges
 
 # --- what the kernels read ----------------------------------------------------------------------
 
@@ -96,10 +96,6 @@ class RankedGrades:
 
 
 # --- Arrow in ------------------------------------------------------------------------------------
-
-
-def _combined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
 def _valid(values: pa.Array) -> np.ndarray:
@@ -305,7 +301,7 @@ def match_preferences(
 
     A truth preference of a ranked item for itself raises ValueError naming ``function`` and
     the item; preferences about items rec does not hold are ignored (not checked)."""
-    rec, truth = _combined(rec), _combined(truth)
+    rec, truth = combined(rec), combined(truth)
     better, worse = _preference_parts(function, "truth", truth)
     parts = _one_kind(function, [_Part.of(rec, rec.values), better, worse])
     valid = _valid(rec) & _valid(truth)
@@ -342,7 +338,7 @@ def match_system_preferences(
     """edrc_preferences(system, truth): nodes are the items of the system's preferences, per
     row in order of first appearance (preferred items first). A self-preference in system, or
     in truth between two of the system's items, raises ValueError naming ``function``."""
-    system, truth = _combined(system), _combined(truth)
+    system, truth = combined(system), combined(truth)
     parts = _one_kind(function, [
         *_preference_parts(function, "system", system),
         *_preference_parts(function, "truth", truth),
@@ -393,7 +389,7 @@ def match_ranked_grades(
     """spearman & co: the truth grades of the items of rec that truth (a MapArray id -> grade)
     grades, at their first occurrence, in rec's order. A NULL, NaN or infinite grade in a row
     whose rec and truth are not NULL raises ValueError naming ``function`` and the item."""
-    rec, truth = _combined(rec), _combined(truth)
+    rec, truth = combined(rec), combined(truth)
     if not pa.types.is_map(truth.type):
         raise TypeError(f"{function}: truth must be a MAP of item -> grade, got {truth.type}")
     parts = _as_text([_Part.of(rec, rec.values), _Part.of(truth, truth.keys)])
