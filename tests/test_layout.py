@@ -15,12 +15,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "duckrank"
 # Lowest first. A module may import its own package (folder) and any lower layer, nothing above.
 LAYERS = (
     ("duckrank._version", "duckrank.matching"),
-    ("duckrank.metrics", "duckrank.stats"),
+    ("duckrank.metrics", "duckrank.stats", "duckrank.models"),
     ("duckrank.render",),
     ("duckrank.hivemall",),
     ("duckrank.engines",),
     ("duckrank.files",),
     ("duckrank.evaluation",),
+    ("duckrank.reports",),
     ("duckrank.cli", "duckrank.spark", "duckrank.dbt", "duckrank"),
 )
 

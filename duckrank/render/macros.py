@@ -31,7 +31,7 @@ from duckrank.matching.sql import (
 from duckrank.metrics import METRICS
 from duckrank.metrics.graded import option_errors_sql
 from duckrank.metrics.record import Metric
-from duckrank.render import ordered_list, trec
+from duckrank.render import beyond_accuracy, ordered_list, protocol, trec
 from duckrank.render.quoting import quote_literal
 
 SQL_FILE = Path(__file__).resolve().parents[2] / "sql" / "duckrank.sql"
@@ -219,7 +219,10 @@ def sql_statements(
     (schema, names), makes those names fail while that schema is on the search path (for the
     native forms, which are TEMP macros: see ``_shadow_guard``)."""
     statements = [
-        *_helper_macros(native), *(m.strip() for m in (*ordered_list.MACROS, *trec.MACROS))
+        *_helper_macros(native),
+        *(m.strip() for m in (
+            *ordered_list.MACROS, *trec.MACROS, *protocol.MACROS, *beyond_accuracy.MACROS
+        )),
     ]
     by_name: dict[str, list[Metric]] = {}
     for metric in METRICS:
