@@ -1,3 +1,65 @@
-"""SQL for the beyond-accuracy metrics (coverage, popularity, novelty, diversity; issue 17)."""
+"""SQL for the beyond-accuracy metrics (coverage, popularity, novelty, diversity; issue 17): the
+shared helper macros and one macro per record of ``duckrank.metrics.beyond_accuracy``, a TABLE
+macro for the metrics that read tables and a scalar macro for those of two lists; and the
+reference part of docs/beyond-accuracy.md (between ``BEGIN`` and ``END``; the rest of that file
+is written by hand)."""
 
-MACROS: tuple[str, ...] = ()
+from __future__ import annotations
+
+from pathlib import Path
+
+from duckrank.metrics.beyond_accuracy import HELPERS, METRICS, BeyondMetric
+from duckrank.render.sections import with_section
+
+
+def metric_macro(metric: BeyondMetric) -> str:
+    table = "" if metric.kind == "pair" else "TABLE\n"
+    return (
+        f"CREATE OR REPLACE MACRO {metric.name}({metric.parameter_list}) AS {table}{metric.sql}"
+    )
+
+
+MACROS: tuple[str, ...] = (*HELPERS, *(metric_macro(m) for m in METRICS))
+
+
+DOC_FILE = Path(__file__).resolve().parents[2] / "docs" / "beyond-accuracy.md"
+BEGIN = "<!-- beyond-accuracy metrics: generated from their records, do not edit -->"
+END = "<!-- end of the beyond-accuracy metrics -->"
+KINDS = {
+    "catalogue": "a table macro; one row for the whole recommendations table",
+    "per_user": "a table macro; one row per user of recs: `user` and the value",
+    "pair": "a scalar macro; one value per row",
+}
+
+
+def _section(metric: BeyondMetric) -> str:
+    parameters = "\n".join(
+        f"  - `{p.name}`{'' if p.default is None else f' (default `{p.default}`)'}: {p.doc}"
+        for p in metric.parameters
+    )
+    return "\n".join([
+        f"### `{metric.name}`", "", metric.summary, "",
+        f"- Call: `{metric.signature}`: {KINDS[metric.kind]}.",
+        f"- Parameters:\n{parameters}",
+        f"- Formula: {metric.formula}.",
+        f"- Undefined: {metric.undefined}",
+        f"- Conventions: {metric.conventions}",
+        f"- Peers: {metric.peers}",
+        f"- Source: {metric.source}.",
+        "", "<details><summary>SQL</summary>", "", "```sql", metric_macro(metric), "```", "",
+        "</details>", "",
+    ])
+
+
+def render_section() -> str:
+    """The generated part of docs/beyond-accuracy.md, markers included."""
+    overview = ["| function | kind | value |", "| --- | --- | --- |"]
+    overview += [f"| `{m.name}` | {m.kind} | {m.summary} |" for m in METRICS]
+    parts = ["## Reference", "", "\n".join(overview), "", *map(_section, METRICS)]
+    return "\n".join([BEGIN, "", *parts, END])
+
+
+def updated(text: str) -> str:
+    """``text`` (the whole doc) with its generated part replaced, or appended if absent."""
+    return with_section(text, BEGIN, END, render_section())
+

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from duckrank.render.sections import with_section
 from duckrank.stats import TESTS
 from duckrank.stats.record import StatTest
 
@@ -111,7 +112,4 @@ def render_section() -> str:
 
 def updated(text: str) -> str:
     """``text`` (the whole doc) with its generated part replaced, or appended if absent."""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        return head + render_section() + rest.split(END, 1)[1]
-    return text.rstrip("\n") + "\n\n" + render_section() + "\n"
+    return with_section(text, BEGIN, END, render_section())
