@@ -1,4 +1,276 @@
 """The top-N evaluation protocol as DuckDB table macros: splits of a ratings table and candidate
-sampling (issue 18)."""
+sampling (issue 18; docs/protocol.md says how to use them).
 
-MACROS: tuple[str, ...] = ()
+Every macro takes table *names* (``query_table``), so a view or a table of any schema works:
+
+* ``given_n_split(ratings, given, test_items := 5, seed := 0)``: per user, ``test_items`` rated
+  items as test and ``given`` others as training (the xCLiMF paper's "Given N", seed 004 section
+  3.1.2); the user's other ratings are ``'unused'``.
+* ``leave_last_out(ratings, test_items := 1, seed := 0)``: per user, the latest ``test_items``
+  ratings (by ``timestamp``) as test, the rest as training.
+* ``time_split(ratings, cut)``: every rating before ``cut`` is training, the rest test.
+* ``ratio_split(ratings, ratio := 0.8, seed := 0)``: per user, round(ratio x n) ratings as
+  training, the rest test.
+* ``sample_candidates(ratings, test, n := 1000, exclude_popular := 3, seed := 0)``: per test user,
+  the test items plus ``n`` items drawn without replacement from those the user did not rate,
+  never one of the ``exclude_popular`` most rated; ``n := NULL`` gives every such item (the full
+  catalogue), so that sampled and full-catalogue evaluation are the same call.
+
+A split returns every input row with one more column, ``part``: ``'train'``, ``'test'``,
+``'unused'`` (given-N only) or ``'too_few'`` (a user who cannot be split so: every rating of such a
+user, so that nobody is dropped without a trace). Random choices come from ``hash(seed, user,
+...)``, never ``random()``: the same seed gives the same rows whatever the thread count and the
+order of the input (the same rows in DuckDB 1.4.4, 1.5.6 and 2.0.0, whose ``hash`` agree; a
+release that changed it would draw other rows from the same seed). The macros are pure SQL that
+DuckDB 1.4 runs (``query_table``, ``lambda`` lists, ``QUALIFY``); none needs Python.
+"""
+
+from __future__ import annotations
+
+from duckrank.render.quoting import quote_literal
+
+# Column names the macros add to their input's columns inside a query; prefixed so that they
+# cannot clash with a column of the ratings table.
+_RANK, _COUNT, _PREVIOUS, _TRAINING = (
+    "duckrank_rank", "duckrank_count", "duckrank_previous", "duckrank_training")
+
+
+def _fail(macro: str, text: str) -> str:
+    """SQL raising ``macro: text`` (``text`` a SQL string expression)."""
+    return f"error({quote_literal(macro + ': ')} || {text})"
+
+
+def _whole_number(macro: str, name: str, minimum: int) -> tuple[str, str]:
+    """(condition, error) refusing a parameter that is not a whole number >= ``minimum``."""
+    return (
+        f"{name} IS NULL OR NOT ({name} >= {minimum} AND {name} = floor({name}))",
+        _fail(macro, f"'{name} must be a whole number >= {minimum}, got ' "
+                     f"|| coalesce(CAST({name} AS VARCHAR), 'NULL')"),
+    )
+
+
+def _ids_checks(macro: str) -> list[tuple[str, str]]:
+    """A NULL user or item cannot be split or sampled: refused with the offending row."""
+    return [(
+        "user IS NULL OR item IS NULL",
+        _fail(macro, "'ratings has a NULL user or item (user ' || coalesce(CAST(user AS VARCHAR), "
+                     "'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')'"),
+    )]
+
+
+def _duplicate(macro: str, test: str) -> tuple[str, str]:
+    """A (user, item) pair twice would put the same item in training and test."""
+    return (test, _fail(macro, "'ratings holds user ' || CAST(user AS VARCHAR) || ' and item ' "
+                               "|| CAST(item AS VARCHAR) || ' more than once'"))
+
+
+def _checked(conditions: list[tuple[str, str]]) -> str:
+    """A WHERE clause that raises the first failing condition's error and keeps every row."""
+    cases = "".join(f"\n  WHEN {condition} THEN {error}" for condition, error in conditions)
+    return f"WHERE CASE{cases}\n  ELSE true END"
+
+
+def _split(macro: str, parameters: str, window: str, extra: str, part: str,
+           checks: list[tuple[str, str]]) -> str:
+    """A split macro: the input's rows ranked per user by ``window``'s order, with the user's
+    rating count, and ``part`` computed from them (``extra``: more window columns)."""
+    return (
+        f"CREATE OR REPLACE MACRO {macro}(ratings, {parameters}) AS TABLE\n"
+        f"SELECT * EXCLUDE ({_RANK}, {_COUNT}, {_PREVIOUS}, {_TRAINING}),\n"
+        f"  {part} AS part\n"
+        f"FROM (SELECT *, row_number() OVER w AS {_RANK},\n"
+        f"    count(*) OVER (PARTITION BY user) AS {_COUNT},{extra}\n"
+        f"  FROM query_table(ratings)\n"
+        f"  WINDOW w AS (PARTITION BY user ORDER BY {window}))\n"
+        f"{_checked(checks)}"
+    )
+
+
+# The order of a user's items that stands in for a random shuffle: a hash of (seed, user, item),
+# hashed again, ties (a 64-bit collision) broken by the item. DuckDB's hash(a, b, c) xors the
+# last argument's hash into the others' (hash(seed, user, item) = K(seed, user) xor hash(item)),
+# so ordering by it alone would order every user's items by their own hashes xored with one
+# constant: items with close hashes would always land in the test set together. Hashing the
+# combined value again mixes every bit (tests/render/test_protocol.py checks the pairs).
+_SHUFFLE = "hash(hash(seed, user, item)), item"
+# Duplicate pairs are adjacent in the shuffled order (equal hashes, equal items).
+_ADJACENT = f"\n    lag(item) OVER w AS {_PREVIOUS}, NULL AS {_TRAINING}"
+_ADJACENT_DUPLICATE = f"{_RANK} > 1 AND {_PREVIOUS} = item"
+# In the orders by time they need a window of their own.
+_PAIR_COUNT = f"\n    count(*) OVER (PARTITION BY user, item) AS {_PREVIOUS},"
+
+
+def _given_n() -> str:
+    macro = "given_n_split"
+    return _split(
+        macro, "given, test_items := 5, seed := 0", _SHUFFLE, _ADJACENT,
+        f"CASE WHEN {_COUNT} < test_items + given THEN 'too_few'\n"
+        f"    WHEN {_RANK} <= test_items THEN 'test'\n"
+        f"    WHEN {_RANK} <= test_items + given THEN 'train' ELSE 'unused' END",
+        [_whole_number(macro, "given", 1), _whole_number(macro, "test_items", 1),
+         *_ids_checks(macro), _duplicate(macro, _ADJACENT_DUPLICATE)],
+    )
+
+
+def _leave_last_out() -> str:
+    macro = "leave_last_out"
+    return _split(
+        macro, "test_items := 1, seed := 0", f'"timestamp" DESC, {_SHUFFLE}',
+        f"{_PAIR_COUNT} NULL AS {_TRAINING}",
+        f"CASE WHEN {_COUNT} <= test_items THEN 'too_few'\n"
+        f"    WHEN {_RANK} <= test_items THEN 'test' ELSE 'train' END",
+        [_whole_number(macro, "test_items", 1), *_ids_checks(macro),
+         ('"timestamp" IS NULL', _fail(macro, "'ratings has a NULL timestamp (user ' "
+                                              "|| CAST(user AS VARCHAR) || ')'")),
+         _duplicate(macro, f"{_PREVIOUS} > 1")],
+    )
+
+
+def _time_split() -> str:
+    macro = "time_split"
+    return _split(
+        macro, "cut", "item", f"{_PAIR_COUNT}\n"
+        f'    bool_or("timestamp" < cut) OVER (PARTITION BY user) AS {_TRAINING}',
+        f"CASE WHEN NOT {_TRAINING} THEN 'too_few'\n"
+        f"    WHEN \"timestamp\" < cut THEN 'train' ELSE 'test' END",
+        [("cut IS NULL", _fail(macro, "'cut must not be NULL'")), *_ids_checks(macro),
+         ('"timestamp" IS NULL', _fail(macro, "'ratings has a NULL timestamp (user ' "
+                                              "|| CAST(user AS VARCHAR) || ')'")),
+         _duplicate(macro, f"{_PREVIOUS} > 1")],
+    )
+
+
+def _ratio_split() -> str:
+    macro = "ratio_split"
+    training = f"round(ratio * {_COUNT})"
+    return _split(
+        macro, "ratio := 0.8, seed := 0", _SHUFFLE, _ADJACENT,
+        f"CASE WHEN {training} < 1 OR {training} >= {_COUNT} THEN 'too_few'\n"
+        f"    WHEN {_RANK} <= {training} THEN 'train' ELSE 'test' END",
+        [("ratio IS NULL OR NOT (ratio > 0 AND ratio < 1)",
+          _fail(macro, "'ratio must be between 0 and 1 (exclusive), got ' "
+                       "|| coalesce(CAST(ratio AS VARCHAR), 'NULL')")),
+         *_ids_checks(macro), _duplicate(macro, _ADJACENT_DUPLICATE)],
+    )
+
+
+# Candidate sampling. The pool is the catalogue (the items of `ratings`) without its
+# `exclude_popular` most rated items (ties by item), numbered 0..m-1 in item order. Each test user
+# gets a pseudo-random permutation of 0..2^b-1 (2^b the smallest power of two >= m): a Feistel
+# network on the low and high bits of x (c = ceil(b / 2) low bits, b - c high), each round
+# xoring into one half a keyed hash of the other, which is a bijection whatever the two sizes (an
+# unbalanced Feistel network; with random round functions, four rounds make a pseudo-random
+# permutation: Luby and Rackoff 1988). Six rounds, not four: on a small catalogue (6 bits) four
+# rounds sampled some pairs of items together far too often (the pairs' chi-square statistic
+# 3,829 where 1,180 is expected; 1,163 with six rounds: tests/render/test_protocol.py). The round
+# keys are hash(hash(seed, user, 'feistel', round)). No position is drawn twice, so there is
+# nothing to deduplicate. The user's candidates are the first min(n, a) positions of the
+# permutation whose value is in the pool and not rated by the user (a: the user's unrated pool
+# items): a uniform sample without replacement, without a join of each user with the whole
+# catalogue. Only a prefix of the permutation is computed: k positions hold on average k p usable
+# values (p = a / 2^b, drawn without replacement), so k = (n + 8 sqrt(n (1 - p)) + 40) / p leaves
+# n short by more than 8 standard deviations; a user still short (or with n NULL, or a <= n) is
+# computed on the whole permutation, whose first usable values are the same: the sample does not
+# depend on k. At 100,000 items and n = 1000 that is about 1,530 positions per user. Measured
+# (benchmarks/bench_protocol.py): lambdas over lists beat the same rounds over unnested rows
+# followed by a top-n window per user (about 2x), and shifts and masks beat a domain of h x l
+# digits (h l - m < sqrt(m), fewer positions) whose divisions cost 3x.
+ROUNDS = 6
+_KEYS = ", ".join(f"k{i}" for i in range(1, ROUNDS + 1))
+
+
+def _round(key: str, into_low: bool) -> str:
+    """One Feistel round over x = high * 2^c + low (low_mask = 2^c - 1, high_mask = 2^(b-c) - 1,
+    keys BIGINT): xors a keyed hash of one half into the other."""
+    if into_low:
+        return f"lambda x: xor(x, CAST(hash(xor(x >> c, {key})) & low_mask AS BIGINT))"
+    return f"lambda x: xor(x, CAST(hash(xor(x & low_mask, {key})) & high_mask AS BIGINT) << c)"
+
+
+def _positions() -> str:
+    permuted = "range(CAST(positions AS BIGINT))"
+    for i in range(1, ROUNDS + 1):
+        permuted = f"list_transform({permuted},\n    {_round(f'k{i}', i % 2 == 1)})"
+    return (
+        "CREATE OR REPLACE MACRO duckrank_candidate_positions(positions, m, c, low_mask, "
+        f"high_mask,\n    {_KEYS}, rated, n)\n"
+        f"AS list_slice(list_filter({permuted},\n"
+        "  lambda x: x < m AND NOT list_contains(rated, x)), 1, coalesce(n, m))"
+    )
+
+
+_SAMPLE = """
+CREATE OR REPLACE MACRO sample_candidates(ratings, test, n := 1000, exclude_popular := 3,
+    seed := 0) AS TABLE
+WITH checked AS (
+  SELECT user, item FROM query_table(ratings)
+  {checks}
+), test_rows AS (
+  SELECT user, item FROM query_table(test)
+  {test_checks}
+), popularity AS (
+  SELECT item, count(*) AS times_rated FROM checked GROUP BY item
+), pool AS (
+  SELECT item, row_number() OVER (ORDER BY item) - 1 AS idx
+  FROM (SELECT item FROM popularity
+        QUALIFY row_number() OVER (ORDER BY times_rated DESC, item) > exclude_popular)
+), size AS (
+  SELECT m, c, (1 << c) - 1 AS low_mask, (1 << (b - c)) - 1 AS high_mask, 1 << b AS whole
+  FROM (SELECT m, b, CAST(ceil(b / 2) AS BIGINT) AS c
+        FROM (SELECT count(*) AS m, CAST(ceil(log2(greatest(count(*), 2))) AS BIGINT) AS b
+              FROM pool))
+), users AS (
+  SELECT DISTINCT user FROM test_rows
+), rated AS (
+  -- the pool positions each test user rated (test items included, even if `ratings` lacks them)
+  SELECT r.user, list(DISTINCT p.idx) AS rated
+  FROM (SELECT user, item FROM checked WHERE user IN (SELECT user FROM users)
+        UNION ALL SELECT user, item FROM test_rows) r
+  JOIN pool p ON r.item = p.item
+  GROUP BY r.user
+), plan AS (
+  SELECT u.user, coalesce(r.rated, []) AS rated, s.*,
+    least(coalesce(n, s.m), s.m - len(coalesce(r.rated, []))) AS wanted,
+    (s.m - len(coalesce(r.rated, []))) / s.whole AS p,
+    {keys}
+  FROM users u CROSS JOIN size s LEFT JOIN rated r ON u.user = r.user
+), prefix AS MATERIALIZED (
+  SELECT *, duckrank_candidate_positions(
+      CASE WHEN n IS NULL OR wanted < n THEN whole
+        ELSE least(whole, ceil((n + 8 * sqrt(n * (1 - p)) + 40) / p)) END,
+      m, c, low_mask, high_mask, {key_names}, rated, n) AS chosen
+  FROM plan WHERE wanted > 0
+), chosen AS (
+  SELECT user, chosen FROM prefix WHERE len(chosen) = wanted
+  UNION ALL
+  SELECT user,
+    duckrank_candidate_positions(whole, m, c, low_mask, high_mask, {key_names}, rated, n)
+  FROM prefix WHERE len(chosen) < wanted
+)
+SELECT user, item, false AS sampled FROM test_rows
+UNION ALL
+SELECT picked.user, pool.item, true AS sampled
+FROM (SELECT user, unnest(chosen) AS idx FROM chosen) picked JOIN pool ON picked.idx = pool.idx
+"""
+
+
+def _sample() -> str:
+    macro = "sample_candidates"
+    checks = _checked([
+        ("n IS NOT NULL AND NOT (n >= 0 AND n = floor(n))",
+         _fail(macro, "'n must be NULL (every unrated item) or a whole number >= 0, got ' "
+                      "|| CAST(n AS VARCHAR)")),
+        _whole_number(macro, "exclude_popular", 0), *_ids_checks(macro)])
+    test_checks = _checked([(
+        "user IS NULL OR item IS NULL",
+        _fail(macro, "'test has a NULL user or item (user ' || coalesce(CAST(user AS VARCHAR), "
+                     "'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')'"))])
+    # BIGINT round keys, salted apart from the splits' keys and hashed again, so that the
+    # keys are unrelated (without it they would differ by one xor constant: _SHUFFLE says why)
+    keys = ", ".join(f"CAST(hash(hash(seed, u.user, 'feistel', {i})) >> 1 AS BIGINT) AS k{i}"
+                     for i in range(1, ROUNDS + 1))
+    return _SAMPLE.format(checks=checks, test_checks=test_checks, keys=keys, key_names=_KEYS)
+
+
+MACROS: tuple[str, ...] = (
+    _given_n(), _leave_last_out(), _time_split(), _ratio_split(), _positions(), _sample())
