@@ -10,5 +10,6 @@ from duckrank._version import __version__
 from duckrank.engines.duckdb import connect, register
 from duckrank.evaluation import evaluate
 from duckrank.hivemall.translate import hive_sql
+from duckrank.reports.compare import compare
 
-__all__ = ["__version__", "connect", "evaluate", "hive_sql", "register"]
+__all__ = ["__version__", "compare", "connect", "evaluate", "hive_sql", "register"]

@@ -2,6 +2,10 @@
 
 * ``duckrank evaluate RUN QRELS -m ndcg@10 -m map@100 ...``: score a run file against judgments
   (Parquet, CSV or TREC files; see ``duckrank.evaluate``, which does the work).
+* ``duckrank compare RUN... QRELS -m ndcg@10 [--baseline NAME] [--test t]``: several systems'
+  means with bootstrap intervals and significance marks (``duckrank.compare``).
+* ``duckrank plot RUN... QRELS -m ndcg@10 --kind curves -o curves.png``: the per-query values of
+  the same comparison drawn (``duckrank.reports.plots``; needs matplotlib).
 * ``duckrank sql "SELECT ..."``: run any query on a connection with duckrank registered.
 * ``duckrank metrics``: the metrics, their aliases and options, from the metric records.
 * ``duckrank demo``: the evaluation of the built-in sample data.
@@ -20,9 +24,9 @@ import json
 import math
 import sys
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib import resources
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import duckdb
 
@@ -33,6 +37,7 @@ from duckrank.evaluation import (
     ID_MODES,
     QRELS_ROLES,
     RUN_ROLES,
+    ColumnNames,
     DroppedRows,
     column_names,
     evaluation,
@@ -41,11 +46,30 @@ from duckrank.evaluation import (
 from duckrank.files.runs import FILE_FORMATS, read_file
 from duckrank.matching import native
 from duckrank.metrics import METRICS
+from duckrank.reports.compare import (
+    CORRECTIONS,
+    DIGITS,
+    TESTS,
+    TRIALS,
+    Inputs,
+    Options,
+    Systems,
+    comparison,
+    per_query,
+    systems_of,
+)
+from duckrank.reports.plots import KINDS as PLOT_KINDS
+from duckrank.reports.plots import plot
 
 FORMATS = ("table", "csv", "json")
+# `long`: one CSV row per (system or --by group, query, metric, value), as trec_eval -q and
+# ir_measures' iter_calc give them.
+LONG = "long"
+REPORT_FORMATS = ("table", "markdown", "latex", "csv", "json", LONG)
 # A double has 17 significant digits; more decimals show only the binary expansion's noise.
 MAX_DIGITS = 17
 BATCH = 10_000
+T = TypeVar("T")
 
 
 # --- output --------------------------------------------------------------------------------------
@@ -106,6 +130,17 @@ def _write_rows(columns: Sequence[str], rows: Iterator[Sequence[Any]],
     write_result(columns, itertools.chain(first, rows), args.format, sys.stdout, args.digits)
 
 
+def long_rows(columns: Sequence[str], keys: int, rows: Iterable[Sequence[Any]]
+              ) -> Iterator[tuple[Any, ...]]:
+    """Wide rows (``keys`` leading key columns, then one column per metric) as long ones:
+    (keys..., metric, value), one per metric, in the metrics' order."""
+    metrics = columns[keys:]
+    for row in rows:
+        head = tuple(row[:keys])
+        for metric, value in zip(metrics, row[keys:], strict=True):
+            yield (*head, metric, value)
+
+
 def _connection(database: str = ":memory:") -> duckdb.DuckDBPyConnection:
     con = connect(database)
     # DuckDB draws its progress bar on stdout, after two seconds of a query: on a terminal only,
@@ -134,26 +169,109 @@ def _pairs(values: Sequence[str], flag: str, roles: Sequence[str]) -> dict[str, 
     return pairs
 
 
-def _evaluate(args: argparse.Namespace) -> None:
-    names = column_names(
+def _names(args: argparse.Namespace) -> ColumnNames:
+    return column_names(
         {"query": args.query_column, "item": args.item_column, "score": args.score_column,
          "rank": args.rank_column, "grade": args.grade_column},
         _pairs(args.run_columns, "--run-columns", RUN_ROLES),
         _pairs(args.qrels_columns, "--qrels-columns", QRELS_ROLES),
         COMMAND_LINE,
     )
+
+
+def _read(con: duckdb.DuckDBPyConnection, args: argparse.Namespace, path: str, kind: str,
+          names: ColumnNames) -> duckdb.DuckDBPyRelation:
+    roles = names.run if kind == "run" else names.qrels
+    fmt = args.run_format if kind == "run" else args.qrels_format
+    return read_file(con, path, kind, fmt, reader_columns(roles), glob=args.glob)
+
+
+def _write_warnings(command: str, caught: Sequence[warnings.WarningMessage]) -> None:
+    """The evaluation's DroppedRows warnings, on stderr."""
+    for warning in caught:
+        sys.stderr.write(f"duckrank {command}: warning: {warning.message}\n")
+
+
+def _evaluate(args: argparse.Namespace) -> None:
+    names = _names(args)
     con = _connection()
-    run = read_file(con, args.run, "run", args.run_format, reader_columns(names.run),
-                    glob=args.glob)
-    qrels = read_file(con, args.qrels, "qrels", args.qrels_format, reader_columns(names.qrels),
-                      glob=args.glob)
+    run = _read(con, args, args.run, "run", names)
+    qrels = _read(con, args, args.qrels, "qrels", names)
+    long = args.format == LONG
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DroppedRows)
-        with evaluation(con, run, qrels, args.metric, args.by, args.per_user, names, args.ids,
-                        COMMAND_LINE) as result:
-            for warning in caught:
-                sys.stderr.write(f"duckrank evaluate: warning: {warning.message}\n")
-            _write_rows(result.columns, result.rows(BATCH), args)
+        with evaluation(con, run, qrels, args.metric, args.by, args.per_user or long, names,
+                        args.ids, COMMAND_LINE) as result:
+            _write_warnings("evaluate", caught)
+            if long:
+                keys = len(args.by) + 1  # the --by columns and the query column
+                columns = [*result.columns[:keys], "metric", "value"]
+                rows = long_rows(result.columns, keys, result.rows(BATCH))
+                first = list(itertools.islice(rows, BATCH))
+                write_result(columns, itertools.chain(first, rows), "csv", sys.stdout)
+            else:
+                _write_rows(result.columns, result.rows(BATCH), args)
+
+
+def _inputs(args: argparse.Namespace, con: duckdb.DuckDBPyConnection,
+            systems: Systems) -> Inputs:
+    names = _names(args)
+    qrels = _read(con, args, args.qrels, "qrels", names)
+    # The runs stay paths: compare reads them (parsing text files once for its several scans).
+    return Inputs(systems, qrels, args.metric, names, args.ids, args.glob, COMMAND_LINE,
+                  args.run_format)
+
+
+def _files(args: argparse.Namespace) -> Systems:
+    """The RUN files: one system per file (named by its stem), or with --by one file holding
+    every system (checked before anything is read)."""
+    return systems_of(args.runs[0] if args.by and len(args.runs) == 1 else args.runs, args.by,
+                      COMMAND_LINE)
+
+
+def _scored(args: argparse.Namespace, work: Callable[[duckdb.DuckDBPyConnection, Inputs], T]
+            ) -> T:
+    """``work`` on the inputs, with the evaluation's warnings on stderr."""
+    files = _files(args)
+    con = _connection()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DroppedRows)
+        done = work(con, _inputs(args, con, files))
+    _write_warnings(args.command, caught)
+    return done
+
+
+def _compare(args: argparse.Namespace) -> None:
+    options = Options(
+        baseline=args.baseline, test=args.test, alpha=args.alpha,
+        correction=None if args.correction == "none" else args.correction, level=args.level,
+        trials=args.trials, seed=args.seed,
+    )
+    options.check(COMMAND_LINE)  # before anything is read
+    if args.format == LONG:  # the per-query values only: no tests, no intervals
+        values = _scored(args, per_query)
+        write_result(values.column_names, zip(*(c.to_pylist() for c in values.columns),
+                                               strict=True), "csv", sys.stdout)
+        return
+    report = _scored(args, lambda con, inputs: comparison(con, inputs, options))
+    digits = DIGITS if args.digits is None else args.digits
+    text = {
+        "table": lambda: report.table(digits), "markdown": lambda: report.to_markdown(digits),
+        "latex": lambda: report.to_latex(digits), "csv": report.to_csv,
+        "json": lambda: report.to_json() + "\n",
+    }[args.format]()
+    sys.stdout.write(text)
+
+
+def _plot(args: argparse.Namespace) -> None:
+    values = _scored(args, per_query)  # the values only: no tests, no intervals
+    try:
+        plot(values, args.output, args.kind, metric=args.plot_metric, baseline=args.baseline)
+    except ModuleNotFoundError as error:
+        if error.name != "matplotlib":
+            raise
+        raise ValueError(str(error)) from None  # its message says what to install
+    sys.stderr.write(f"duckrank plot: wrote {args.output}\n")
 
 
 def _sql(args: argparse.Namespace) -> None:
@@ -255,20 +373,61 @@ def _digits(text: str) -> int:
     return digits
 
 
-def _output_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=FORMATS, default="table",
+def _output_options(parser: argparse.ArgumentParser, formats: Sequence[str] = FORMATS,
+                    digits: str = "every digit") -> None:
+    parser.add_argument("--format", choices=formats, default="table",
                         help="output format (default: table)")
     parser.add_argument("--digits", type=_digits, default=None, metavar=f"0..{MAX_DIGITS}",
-                        help="decimals shown in the table (default: every digit)")
+                        help=f"decimals shown in the table (default: {digits})")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="duckrank", description="Ranking-evaluation metrics on DuckDB.",
+def _metric_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-m", "--metric", action="append", required=True,
+        help="a metric: name[@k] or name(option=value,...)[@k], e.g. ndcg@10, map@100, "
+        "ndcg(gain=linear)@10; repeat for more (`duckrank metrics` lists them)",
     )
-    parser.add_argument("--version", action=_VersionAction)
-    commands = parser.add_subparsers(dest="command", required=True)
 
+
+def _input_options(parser: argparse.ArgumentParser) -> None:
+    """How the run and qrels files are read: column names, id comparison, formats, globs."""
+    parser.add_argument("--query-column", "--user-column", default=None,
+                        help="query (user) column of both files (default: query, else user)")
+    parser.add_argument("--item-column", default=None, help="item column (default: item)")
+    ranking = parser.add_mutually_exclusive_group()
+    ranking.add_argument("--score-column", default=None,
+                         help="score column of the run, higher = better (default: score)")
+    ranking.add_argument("--rank-column", default=None,
+                         help="rank column of the run instead of a score: 1 = best")
+    parser.add_argument(
+        "--grade-column", default=None,
+        help="grade column of the qrels (default: grade; without one, every row is relevant)",
+    )
+    parser.add_argument(
+        "--run-columns", action="append", default=[], metavar="ROLE=COLUMN,...",
+        help=f"column names of the run only, e.g. query=user_id,item=movie (roles: "
+        f"{', '.join(RUN_ROLES)}); they win over the options for both files",
+    )
+    parser.add_argument(
+        "--qrels-columns", action="append", default=[], metavar="ROLE=COLUMN,...",
+        help=f"column names of the qrels only, e.g. query=user (roles: {', '.join(QRELS_ROLES)})",
+    )
+    parser.add_argument(
+        "--ids", choices=ID_MODES, default="typed",
+        help="typed: query and item ids must be of one kind in both files (default); varchar: "
+        "compare them as text (a BIGINT run against a CSV's text ids)",
+    )
+    parser.add_argument(
+        "--glob", action="store_true",
+        help="read RUN and QRELS as file patterns (DuckDB glob syntax: *, ?, [...], **) and "
+        "read every matching file together; without it a path names one file and *, ? and [ "
+        "are part of its name",
+    )
+    parser.add_argument("--run-format", choices=FILE_FORMATS, default="auto")
+    parser.add_argument("--qrels-format", choices=FILE_FORMATS, default="auto")
+
+
+def _add_evaluate(commands: Any) -> None:
     evaluate = commands.add_parser(
         "evaluate", help="score a run against judgments (qrels)",
         description="Score a run (one row per query, item, score) against judgments (one row "
@@ -279,52 +438,87 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("run", help="the run file")
     evaluate.add_argument("qrels", help="the judgments file")
-    evaluate.add_argument(
-        "-m", "--metric", action="append", required=True,
-        help="a metric: name[@k] or name(option=value,...)[@k], e.g. ndcg@10, map@100, "
-        "ndcg(gain=linear)@10; repeat for more (`duckrank metrics` lists them)",
-    )
+    _metric_option(evaluate)
     evaluate.add_argument("--by", action="append", default=[], metavar="COLUMN",
                           help="one row per value of this run column (a system, a segment)")
     evaluate.add_argument("--per-user", "--per-query", action="store_true",
                           help="one row per query (user) instead of means")
-    evaluate.add_argument("--query-column", "--user-column", default=None,
-                          help="query (user) column of both files (default: query, else user)")
-    evaluate.add_argument("--item-column", default=None, help="item column (default: item)")
-    ranking = evaluate.add_mutually_exclusive_group()
-    ranking.add_argument("--score-column", default=None,
-                         help="score column of the run, higher = better (default: score)")
-    ranking.add_argument("--rank-column", default=None,
-                         help="rank column of the run instead of a score: 1 = best")
-    evaluate.add_argument(
-        "--grade-column", default=None,
-        help="grade column of the qrels (default: grade; without one, every row is relevant)",
-    )
-    evaluate.add_argument(
-        "--run-columns", action="append", default=[], metavar="ROLE=COLUMN,...",
-        help=f"column names of the run only, e.g. query=user_id,item=movie (roles: "
-        f"{', '.join(RUN_ROLES)}); they win over the options for both files",
-    )
-    evaluate.add_argument(
-        "--qrels-columns", action="append", default=[], metavar="ROLE=COLUMN,...",
-        help=f"column names of the qrels only, e.g. query=user (roles: {', '.join(QRELS_ROLES)})",
-    )
-    evaluate.add_argument(
-        "--ids", choices=ID_MODES, default="typed",
-        help="typed: query and item ids must be of one kind in both files (default); varchar: "
-        "compare them as text (a BIGINT run against a CSV's text ids)",
-    )
-    evaluate.add_argument(
-        "--glob", action="store_true",
-        help="read RUN and QRELS as file patterns (DuckDB glob syntax: *, ?, [...], **) and "
-        "evaluate every matching file together; without it a path names one file and *, ? and [ "
-        "are part of its name",
-    )
-    evaluate.add_argument("--run-format", choices=FILE_FORMATS, default="auto")
-    evaluate.add_argument("--qrels-format", choices=FILE_FORMATS, default="auto")
-    _output_options(evaluate)
+    _input_options(evaluate)
+    _output_options(evaluate, (*FORMATS, LONG))
     evaluate.set_defaults(handler=_evaluate)
 
+
+def _level(text: str) -> float | None:
+    if text.lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"the confidence level must be a number in (0, 1) or none, got {text!r}"
+        ) from None
+
+
+def _comparison_inputs(parser: argparse.ArgumentParser) -> None:
+    """RUN... QRELS, the metrics, --baseline and --by: what compare and plot share."""
+    parser.add_argument("runs", nargs="+", metavar="RUN",
+                        help="the run files, one per system (named by the file's stem), or one "
+                        "file with a system column and --by")
+    parser.add_argument("qrels", metavar="QRELS", help="the judgments file")
+    _metric_option(parser)
+    parser.add_argument("--baseline", default=None, metavar="NAME",
+                        help="compare every other system with this one (default: every pair)")
+    parser.add_argument("--by", default=None, metavar="COLUMN",
+                        help="the systems are the values of this column of one RUN file")
+    _input_options(parser)
+
+
+def _add_compare(commands: Any) -> None:
+    compare = commands.add_parser(
+        "compare", help="compare systems: means, intervals and significance marks",
+        description="Score several systems on the same queries: each system's mean of each "
+        "metric with a percentile bootstrap interval, and a superscript letter for each system "
+        "it beats significantly (against --baseline, or pairwise), corrected over each metric's "
+        "comparisons. A judged query a system did not rank scores 0 for it (as trec_eval -c).",
+    )
+    _comparison_inputs(compare)
+    compare.add_argument("--test", choices=tuple(TESTS), default="randomization",
+                         help="randomization (Fisher's, --trials sign flips; default), t (paired "
+                         "t-test) or wilcoxon (signed-rank)")
+    compare.add_argument("--alpha", type=float, default=0.05,
+                         help="significance level (default: 0.05)")
+    compare.add_argument("--correction", default="holm",
+                         choices=[c or "none" for c in CORRECTIONS],
+                         help="over each metric's comparisons (default: holm)")
+    compare.add_argument("--level", type=_level, default=0.95,
+                         help="confidence level of the bootstrap intervals, or none (default: "
+                         "0.95)")
+    compare.add_argument("--trials", type=int, default=TRIALS,
+                         help=f"bootstrap resamples and randomization trials (default: {TRIALS})")
+    compare.add_argument("--seed", type=int, default=0, help="seed of the resampling")
+    _output_options(compare, REPORT_FORMATS, f"{DIGITS}")
+    compare.set_defaults(handler=_compare)
+
+
+def _add_plot(commands: Any) -> None:
+    plot = commands.add_parser(
+        "plot", help="draw a comparison: metric@k curves, distributions, differences",
+        description="Draw the per-query values of a comparison (the inputs of duckrank "
+        "compare) to a PNG or SVG file; needs matplotlib (pip install 'duckrank[plots]').",
+    )
+    _comparison_inputs(plot)
+    plot.add_argument("--kind", choices=PLOT_KINDS, default="curves",
+                      help="curves: the mean of metric@k against k per system; distribution: "
+                      "the per-query values of one metric per system; difference: each "
+                      "system's per-query difference to --baseline")
+    plot.add_argument("--plot-metric", default=None, metavar="METRIC",
+                      help="what to draw when -m gives several: a family for curves (ndcg, "
+                      "for ndcg@1,5,10), a column label otherwise (ndcg@10)")
+    plot.add_argument("-o", "--output", required=True, help="the picture: a .png or .svg path")
+    plot.set_defaults(handler=_plot)
+
+
+def _add_sql(commands: Any) -> None:
     sql = commands.add_parser("sql", help="run a query with duckrank registered")
     sql.add_argument("query", help="SQL to run (the result of the last statement is printed)")
     sql.add_argument("--database", default=":memory:",
@@ -332,17 +526,39 @@ def build_parser() -> argparse.ArgumentParser:
     _output_options(sql)
     sql.set_defaults(handler=_sql)
 
+
+def _add_metrics(commands: Any) -> None:
     metrics = commands.add_parser("metrics", help="list the metrics and their options")
     metrics.add_argument("--format", choices=FORMATS, default="table")
     metrics.set_defaults(handler=_metrics)
 
+
+def _add_demo(commands: Any) -> None:
     demo = commands.add_parser("demo", help="evaluate the built-in sample data")
     demo.set_defaults(handler=_demo)
 
+
+def _add_doctor(commands: Any) -> None:
     doctor = commands.add_parser(
         "doctor", help="versions, and whether the native matching step is active (and why)"
     )
     doctor.set_defaults(handler=_doctor)
+
+
+# One function per command, each adding its subparser (with ``handler=``): a new command is one
+# more function in this list.
+COMMANDS = (_add_evaluate, _add_compare, _add_plot, _add_sql, _add_metrics, _add_demo,
+            _add_doctor)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="duckrank", description="Ranking-evaluation metrics on DuckDB.",
+    )
+    parser.add_argument("--version", action=_VersionAction)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for add in COMMANDS:
+        add(commands)
     return parser
 
 

@@ -342,3 +342,104 @@ def test_doctor_and_version_say_which_matching_step_is_active(capsys, tmp_path: 
     with pytest.raises(SystemExit):
         main(["--version"])
     assert "native matching step: off, see duckrank doctor)" in capsys.readouterr().out
+
+
+# --- long format, compare, plot -------------------------------------------------------------------
+
+SAMPLE = Path(__file__).resolve().parents[1] / "duckrank" / "data"
+
+
+def test_evaluate_long_format(capsys, guide_files) -> None:
+    """One CSV row per (user, metric): every user of the guide's table has NDCG@2 and MAP@4 of
+    the guide."""
+    run, qrels = guide_files
+    code, out, _ = _run(capsys, "evaluate", str(run), str(qrels), "-m", "ndcg@2", "-m", "map@4",
+                        "--format", "long")
+    assert code == 0
+    rows = _csv_rows(out)
+    assert [(r["user"], r["metric"]) for r in rows] == [
+        (u, m) for u in ("1", "2", "3") for m in ("ndcg@2", "map@4")]
+    expected = {"ndcg@2": NDCG_2, "map@4": MAP_4}
+    assert all(float(r["value"]) == pytest.approx(expected[r["metric"]], abs=1e-12)
+               for r in rows)
+
+
+def test_compare_sample_run_by_tag(capsys) -> None:
+    """The sample run's two systems (tags): bm25 ranks the judged queries 301-303, dense only 301
+    and 302, so dense scores 0 on 303 (trec_eval -c). Expected: evaluate's per-query values of
+    the same files, with that 0, and their means."""
+    files = [str(SAMPLE / "sample.run"), str(SAMPLE / "sample.qrels")]
+    code, out, _ = _run(capsys, "evaluate", *files, "-m", "mrr", "--by", "tag", "--format",
+                        "long")
+    assert code == 0
+    scored = {(r["tag"], r["query"]): float(r["value"]) for r in _csv_rows(out)}
+    assert ("dense", "303") not in scored
+    code, out, _ = _run(capsys, "compare", *files, "-m", "mrr", "--by", "tag", "--format",
+                        "long")
+    assert code == 0
+    values = {(r["system"], r["query"]): float(r["value"]) for r in _csv_rows(out)}
+    assert values == scored | {("dense", "303"): 0.0}
+
+    code, out, _ = _run(capsys, "compare", *files, "-m", "mrr", "--by", "tag", "--format",
+                        "json", "--test", "t")
+    assert code == 0
+    report = json.loads(out)
+    assert report["systems"] == ["bm25", "dense"]
+    for row in report["summary"]:
+        mine = [v for (system, _), v in values.items() if system == row["system"]]
+        assert row["mean"] == pytest.approx(sum(mine) / 3, abs=1e-15)
+        assert row["filled"] == (1 if row["system"] == "dense" else 0)
+
+    code, out, _ = _run(capsys, "compare", *files, "-m", "mrr", "--by", "tag")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["#", "system", "mrr"]
+    assert lines[2].split()[:2] == ["a", "bm25"] and lines[3].split()[:2] == ["b", "dense"]
+    mean = next(r["mean"] for r in report["summary"] if r["system"] == "bm25")
+    assert lines[2].split()[2].startswith(f"{mean:.4f}")  # 4 decimals by default
+
+
+@pytest.fixture
+def system_files(tmp_path: Path) -> list[str]:
+    """The sample run split into one TREC file per system: bm25.run, dense.run."""
+    lines = (SAMPLE / "sample.run").read_text().splitlines()
+    paths = []
+    for tag in ("bm25", "dense"):
+        path = tmp_path / f"{tag}.run"
+        path.write_text("\n".join(line for line in lines if line.split()[-1] == tag) + "\n")
+        paths.append(str(path))
+    return paths
+
+
+@pytest.mark.parametrize(("fmt", "marker"), [
+    ("markdown", "| --- | --- | ---: |"), ("latex", r"\toprule"), ("csv", "system,letter,metric"),
+])
+def test_compare_run_files_named_by_stem(capsys, system_files, fmt, marker) -> None:
+    code, out, _ = _run(capsys, "compare", *system_files, str(SAMPLE / "sample.qrels"), "-m",
+                        "ndcg@10", "--baseline", "bm25", "--test", "wilcoxon", "--format", fmt)
+    assert code == 0
+    assert marker in out and "dense" in out
+
+
+def test_compare_errors_name_flags_and_print_nothing(capsys, system_files) -> None:
+    qrels = str(SAMPLE / "sample.qrels")
+    code, out, err = _run(capsys, "compare", *system_files, qrels, "-m", "mrr", "--baseline",
+                          "nope")
+    assert (code, out) == (1, "")
+    assert err == ("duckrank compare: --baseline nope is not one of the systems: bm25, dense\n")
+    code, out, err = _run(capsys, "compare", *system_files, qrels, "-m", "mrr", "--by", "tag")
+    assert (code, out) == (1, "")
+    assert "--by tag reads the systems from one run's column" in err
+    code, out, err = _run(capsys, "compare", *system_files, qrels, "-m", "mrr", "--trials", "9")
+    assert (code, out) == (1, "")
+    assert "--trials 9 is too few for 1 comparison per metric" in err
+
+
+def test_plot_writes_the_picture(capsys, system_files, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("duckrank.reports.plots")
+    picture = tmp_path / "mrr.png"
+    code, _, err = _run(capsys, "plot", *system_files, str(SAMPLE / "sample.qrels"), "-m",
+                        "mrr", "--kind", "distribution", "-o", str(picture))
+    assert code == 0, err
+    assert picture.stat().st_size > 1000

@@ -1,0 +1,279 @@
+"""``duckrank.compare``: comparison reports. Expected values come from ranx's ``compare`` on the
+same runs (means, t-test p-values and significance marks), scipy (``ttest_rel``) and hand
+calculations written out in the tests (Holm, Bonferroni, the zero for a missing query)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import duckrank
+from duckrank.reports.compare import adjusted_sql
+
+QUERIES = 40
+ITEMS = 15
+METRICS = ["ndcg@10", "map@100", "mrr", "precision@5", "recall@10"]
+
+
+def _runs(seed: int = 7) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    """Three systems over QUERIES queries with binary qrels (items 0-2 relevant, plus one more per
+    query); each ranks ITEMS items by a random score, the relevant ones pushed up by a shift per
+    system, scores distinct (no ties, whose order ranx breaks its own way). System 'low' does not
+    rank query 5."""
+    rng = np.random.default_rng(seed)
+    qrels = pd.DataFrame(
+        [(q, i, 1) for q in range(QUERIES) for i in (0, 1, 2, 3 + q % 7)],
+        columns=["query", "item", "grade"],
+    )
+    relevant = {(q, i) for q, i, _ in qrels.itertuples(index=False)}
+    runs = {}
+    for name, shift in (("low", 0.0), ("mid", 0.35), ("high", 0.45)):
+        rows = [(q, i, rng.random() + shift * ((q, i) in relevant))
+                for q in range(QUERIES) for i in range(ITEMS) if not (name == "low" and q == 5)]
+        runs[name] = pd.DataFrame(rows, columns=["query", "item", "score"])
+    return runs, qrels
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    return _runs()
+
+
+@pytest.fixture(scope="module")
+def shared():
+    """One connection for the module's reports (connecting costs more than a small report)."""
+    connection = duckrank.connect()
+    yield connection
+    connection.close()
+
+
+def _compare(shared, *args, **kwargs) -> duckrank.reports.compare.Report:
+    return duckrank.compare(*args, connection=shared, **kwargs)
+
+
+def _ranx_compare(runs: dict[str, pd.DataFrame], qrels: pd.DataFrame, metrics: list[str]):
+    ranx = pytest.importorskip("ranx")
+
+    def nested(table: pd.DataFrame, value: str) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for q, i, v in table[["query", "item", value]].itertuples(index=False):
+            out.setdefault(str(q), {})[str(i)] = v
+        return out
+
+    ranx_qrels = ranx.Qrels(nested(qrels, "grade"))
+    ranx_runs = [ranx.Run(nested(run, "score"), name=name) for name, run in runs.items()]
+    # make_comparable: a query missing from a run scores 0, as in duckrank's report.
+    return ranx.compare(ranx_qrels, ranx_runs, metrics, stat_test="student", max_p=0.05,
+                        make_comparable=True)
+
+
+def test_means_p_values_and_marks_equal_ranx(shared, data) -> None:
+    runs, qrels = data
+    report = _compare(shared, runs, qrels, METRICS, test="t", alpha=0.05, correction=None)
+    expected = _ranx_compare(runs, qrels, METRICS)
+    summary = report.frame()
+    for row in summary.itertuples():
+        assert row.mean == pytest.approx(expected.results[row.system][row.metric], abs=1e-12)
+        # ranx's mark rule: significant (p <= max_p) and the higher mean.
+        assert row.beats == expected.get_superscript_for_latex(row.system, row.metric), row
+    for row in report.frame("comparisons").itertuples():
+        ranx_p = expected.comparisons[row.system, row.other][row.metric]["p_value"]
+        assert row.p_value == pytest.approx(ranx_p, abs=1e-9)
+    # The data has marks to compare (not only empty strings).
+    assert set(summary["beats"]) >= {"a", "ab"}
+
+
+def test_missing_query_scores_zero(shared, data) -> None:
+    runs, qrels = data
+    report = _compare(shared, runs, qrels, ["ndcg@10"], test="t", level=None)
+    values = report.per_query
+    low = values[(values["system"] == "low") & (values["query"] == 5)]
+    assert isinstance(values, pd.DataFrame)  # pandas in, pandas out
+    assert low["value"].tolist() == [0.0]  # 'low' did not rank query 5: 0, as trec_eval -c
+    row = report.frame().set_index("system").loc["low"]
+    assert (row["n"], row["filled"]) == (QUERIES, 1)
+    # Hand check: the mean over all QUERIES queries, the missing one counted as 0.
+    scored = duckrank.evaluate(runs["low"], qrels, "ndcg@10", connection=shared)["ndcg@10"][0]
+    assert row["mean"] == pytest.approx(scored * (QUERIES - 1) / QUERIES, abs=1e-12)
+
+
+def test_undefined_metric_stays_undefined(shared) -> None:
+    """Query 2 has no relevant item: ndcg is undefined there for the system that ranked it, and
+    stays undefined (not 0) for the system that did not; precision is 0 on it for 'x' and 0 for
+    'y' (not ranked)."""
+    qrels = pd.DataFrame({"query": [1, 1, 2], "item": [1, 2, 1], "grade": [1, 1, 0]})
+    x = pd.DataFrame({"query": [1, 1, 2], "item": [1, 3, 1], "score": [2.0, 1.0, 1.0]})
+    y = pd.DataFrame({"query": [1, 1], "item": [3, 2], "score": [2.0, 1.0]})
+    report = _compare(shared, {"x": x, "y": y}, qrels, ["ndcg@10", "precision@1"], test="t",
+                              level=None, correction=None)
+    values = {(r.system, r.query, r.metric): r.value for r in report.per_query.itertuples()}
+    assert math.isnan(values["x", 2, "ndcg@10"]) and math.isnan(values["y", 2, "ndcg@10"])
+    assert values["x", 2, "precision@1"] == 0.0 and values["y", 2, "precision@1"] == 0.0
+    means = report.frame().set_index(["system", "metric"])["mean"]
+    assert means["x", "precision@1"] == 0.5  # (1 + 0) / 2
+    assert means["y", "ndcg@10"] == pytest.approx(1 / math.log2(3) / (1 + 1 / math.log2(3)))
+
+
+def test_holm_and_bonferroni_against_hand_calculation(shared) -> None:
+    """p = 0.01, 0.04, 0.03 (m = 3). Holm: sorted 0.01, 0.03, 0.04 times 3, 2, 1 = 0.03, 0.06,
+    0.04, then the running maximum: 0.03, 0.06, 0.06. Bonferroni: 3p capped at 1: 0.03, 0.12,
+    0.09. A NULL p-value is not in the family of the other metric."""
+    con = shared.cursor()
+    con.execute("""CREATE TEMP TABLE tested AS SELECT * FROM (VALUES
+        (0, 0, 1, 0.01::DOUBLE), (0, 0, 2, 0.04), (0, 1, 2, 0.03), (1, 0, 1, 0.5), (1, 0, 2, NULL))
+        t(metric, a, b, p_value)""")
+
+    def adjusted(correction: str | None) -> list:
+        sql = adjusted_sql("tested", correction)
+        return con.sql(f"SELECT p_adjusted FROM ({sql}) ORDER BY metric, a, b").fetchall()
+
+    holm = [row[0] for row in adjusted("holm")]
+    assert holm[:3] == pytest.approx([0.03, 0.06, 0.06]) and holm[3:] == [0.5, None]
+    bonferroni = [row[0] for row in adjusted("bonferroni")]
+    assert bonferroni[:3] == pytest.approx([0.03, 0.12, 0.09]) and bonferroni[3:] == [0.5, None]
+    assert [row[0] for row in adjusted(None)][:3] == pytest.approx([0.01, 0.04, 0.03])
+
+
+def test_holm_in_the_report_from_scipy_p_values(shared, data) -> None:
+    """The report's Holm-adjusted p-values from scipy's t-test p-values, adjusted by hand."""
+    stats = pytest.importorskip("scipy.stats")
+    runs, qrels = data
+    report = _compare(shared, runs, qrels, ["ndcg@10"], test="t", correction="holm", level=None)
+    values = report.per_query.pivot(index="query", columns="system", values="value")
+    pairs = [("low", "mid"), ("low", "high"), ("mid", "high")]
+    p = {pair: stats.ttest_rel(values[pair[0]], values[pair[1]]).pvalue for pair in pairs}
+    order = sorted(pairs, key=p.get)
+    expected, running = {}, 0.0
+    for j, pair in enumerate(order):
+        running = max(running, (len(pairs) - j) * p[pair])
+        expected[pair] = min(1.0, running)
+    for row in report.frame("comparisons").itertuples():
+        assert row.p_adjusted == pytest.approx(expected[row.system, row.other], rel=1e-9)
+        assert row.significant == (row.p_adjusted <= 0.05)
+
+
+def test_baseline_compares_against_it_only(shared, data) -> None:
+    runs, qrels = data
+    report = _compare(shared, runs, qrels, ["ndcg@10", "map@100"], baseline="low",
+                              test="randomization", trials=200)
+    comparisons = report.frame("comparisons")
+    assert set(zip(comparisons["system"], comparisons["other"], strict=True)) == {
+        ("mid", "low"), ("high", "low")}
+    # The paired interval of the difference holds its mean.
+    assert (comparisons["ci_low"] <= comparisons["mean_diff"]).all()
+    assert (comparisons["mean_diff"] <= comparisons["ci_high"]).all()
+    summary = report.frame().set_index(["system", "metric"])
+    # Only the baseline's letter can mark a system; 'mid' vs 'high' is not tested.
+    assert summary.loc[("high", "ndcg@10"), "beats"] in ("", "a")
+    assert "b" not in "".join(summary["beats"])
+    assert "against the baseline low" in str(report)
+
+
+def test_formats(shared, data) -> None:
+    runs, qrels = data
+    report = _compare(shared, runs, qrels, ["ndcg@10", "mrr"], test="t", trials=200)
+    mean = report.frame()["mean"][0]
+
+    table = str(report)
+    assert table == report.table() and f"{mean:.4f}" in table
+    assert f"{mean:.2f}" in report.table(digits=2)
+
+    latex = report.to_latex()
+    for rule in (r"\toprule", r"\midrule", r"\bottomrule"):
+        assert latex.count(rule) == 1
+    assert r"\begin{tabular}{llrr}" in latex
+
+    markdown_it = pytest.importorskip("markdown_it")  # a CommonMark parser with tables
+    tokens = markdown_it.MarkdownIt("commonmark").enable("table").parse(report.to_markdown())
+    cells = [t.content for t in tokens if t.type == "inline"]
+    assert [t.type for t in tokens].count("tr_open") == 1 + len(report.systems)
+    assert cells[:4] == ["#", "system", "ndcg@10", "mrr"]
+
+    parsed = json.loads(report.to_json())
+    assert parsed == json.loads(json.dumps(report.to_dict()))
+    assert parsed["summary"][0]["mean"] == mean  # every digit
+    assert parsed["options"]["test"] == "t"
+
+    rows = list(csv.DictReader(io.StringIO(report.to_csv())))
+    assert float(rows[0]["mean"]) == mean and len(rows) == 2 * len(report.systems)
+
+
+def test_leaves_no_objects_on_the_connection(shared, data) -> None:
+    runs, qrels = data
+    before = shared.sql("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchall()
+    _compare(shared, runs, qrels, ["ndcg@10"], test="t", level=None)
+    assert shared.sql("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchall() == before
+    assert shared.sql("SELECT count(*) FROM duckdb_views() WHERE view_name LIKE 'duckrank%'"
+                      ).fetchall() == [(0,)]
+
+
+def test_polars_in_polars_out(shared, data) -> None:
+    polars = pytest.importorskip("polars")
+    runs, qrels = data
+    report = _compare(shared, {k: polars.from_pandas(v) for k, v in runs.items()}, qrels,
+                              ["ndcg@10"], test="t", level=None)
+    assert isinstance(report.frame(), polars.DataFrame)
+    assert isinstance(report.per_query, polars.DataFrame)
+    assert report.per_query.columns == ["system", "query", "metric", "value"]
+
+
+def test_one_long_table_by_system_equals_a_mapping(shared, data) -> None:
+    runs, qrels = data
+    long = pa.concat_tables([
+        pa.Table.from_pandas(run, preserve_index=False).append_column(
+            "system", pa.array([name] * len(run))) for name, run in runs.items()
+    ])
+    by_column = _compare(shared, long, qrels, ["ndcg@10"], by="system", test="t", level=None)
+    by_mapping = _compare(shared, runs, qrels, ["ndcg@10"], test="t", level=None)
+    assert by_column.systems == ("high", "low", "mid")  # the column's values, sorted
+    means = by_mapping.frame().set_index("system")["mean"]
+    for row in by_column.frame().itertuples():
+        assert row.mean == pytest.approx(means[row.system], abs=1e-15)
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({"test": "z"}, "compare: test='z': must be one of randomization, t, wilcoxon"),
+    ({"correction": "sidak"}, "compare: correction='sidak'"),
+    ({"alpha": 1.5}, "compare: alpha=1.5"),
+    ({"level": 0}, "compare: level=0"),
+    ({"baseline": "nope"}, "compare: baseline='nope' is not one of the systems: low, mid, high"),
+    ({"trials": 30}, "compare: trials=30 is too few for 3 comparisons per metric"),
+])
+def test_bad_arguments_name_themselves(shared, data, arguments, message) -> None:
+    runs, qrels = data
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        _compare(shared, runs, qrels, ["ndcg@10"], **arguments)
+
+
+def test_bad_runs(shared, data, tmp_path) -> None:
+    runs, qrels = data
+    with pytest.raises(ValueError, match="needs at least two systems, got 1 \\('low'\\)"):
+        _compare(shared, {"low": runs["low"]}, qrels, ["ndcg@10"])
+    with pytest.raises(ValueError, match="runs= as a list takes file paths"):
+        _compare(shared, list(runs.values()), qrels, ["ndcg@10"])
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with pytest.raises(ValueError, match="two runs are named 'run' by their file stems"):
+        _compare(shared, [tmp_path / "a" / "run.csv", tmp_path / "b" / "run.csv"], qrels, "mrr")
+    with pytest.raises(ValueError, match="by='tag': the run has no such column"):
+        _compare(shared, runs["low"], qrels, ["ndcg@10"], by="tag")
+
+
+def test_plot_draws_the_reports_differences(shared, data, tmp_path) -> None:
+    """Report.plot hands the per-query values and the baseline to duckrank.reports.plots: the
+    mean differences it draws are the report's (system - baseline)."""
+    pytest.importorskip("matplotlib")
+    runs, qrels = data
+    report = _compare(shared, runs, qrels, ["ndcg@10"], baseline="low", test="t", level=None)
+    drawn = report.plot(tmp_path / "difference.svg", kind="difference")
+    assert (tmp_path / "difference.svg").stat().st_size > 1000
+    assert drawn.baseline == "low"
+    for row in report.frame("comparisons").itertuples():
+        assert drawn.means[row.system] == pytest.approx(row.mean_diff, abs=1e-12)
