@@ -46,6 +46,7 @@ from duckrank.evaluation import (
 from duckrank.files.runs import FILE_FORMATS, read_file
 from duckrank.matching import native
 from duckrank.metrics import METRICS
+from duckrank.reports import experiment
 from duckrank.reports.compare import (
     CORRECTIONS,
     DIGITS,
@@ -547,8 +548,8 @@ def _add_doctor(commands: Any) -> None:
 
 # One function per command, each adding its subparser (with ``handler=``): a new command is one
 # more function in this list.
-COMMANDS = (_add_evaluate, _add_compare, _add_plot, _add_sql, _add_metrics, _add_demo,
-            _add_doctor)
+COMMANDS = (_add_evaluate, _add_compare, _add_plot, experiment.add_parser, _add_sql,
+            _add_metrics, _add_demo, _add_doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -565,13 +566,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.handler(args)
+        status = args.handler(args)
     except (ValueError, duckdb.Error) as error:
         sys.stderr.write(f"duckrank {args.command}: {error}\n")
         return 1
     except BrokenPipeError:  # `duckrank ... | head`
         sys.stderr.close()
-    return 0
+        return 0
+    # Handlers that print their own errors return their exit status; the others return None.
+    return status or 0
 
 
 if __name__ == "__main__":
