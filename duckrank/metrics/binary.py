@@ -8,11 +8,23 @@ Source of the definitions: the Apache Hivemall guide "Evaluation of ranking prob
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from duckrank.matching.arrays import Hits
-from duckrank.metrics.graded import DCG_OPTIONS, binary_ndcg_sql, check_options, discounts
-from duckrank.metrics.record import Metric
+from duckrank.metrics.graded import (
+    IDEAL,
+    IDEAL_K_LIMIT,
+    NDCG_OPTIONS,
+    binary_ndcg_sql,
+    check_ideal_k,
+    check_options,
+    choose_sql,
+    discounts,
+    ideal_k_error_sql,
+)
+from duckrank.metrics.record import Metric, Option
 
 NAN = np.nan
 
@@ -25,17 +37,100 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     return numerator / np.where(denominator == 0, 1, denominator)
 
 
-def _precision(h: Hits) -> np.ndarray:
-    return _where_defined(h, h.K > 0, _ratio(h.counts, h.K))
+# --- denominators: the peers' conventions as options ----------------------------------------------
+# What precision, recall and average precision divide by, per row, in SQL (placeholders of the
+# "hits" record) and in numpy; docs/conventions.md says which peer uses which. A denominator of 0
+# (k omitted with an empty rec, so k = K = 0) leaves the value NULL, as an empty top K leaves
+# precision; only 'hits' is 0 without hits (an AP of no hit is 0, as torchmetrics and Hivemall
+# give it).
+_DENOMINATORS: dict[str, tuple[str, Callable[[Hits], np.ndarray]]] = {
+    "returned": ("nullif({K}, 0)", lambda h: h.K),
+    "k": ("nullif({k}, 0)", lambda h: h.k),
+    "truth": ("{n}", lambda h: h.n),  # > 0 wherever the metric reads it
+    "min_k_truth": ("nullif(least({k}, {n}), 0)", lambda h: np.minimum(h.k, h.n)),
+    "min_returned_truth": ("nullif(least({K}, {n}), 0)", lambda h: np.minimum(h.K, h.n)),
+    "hits": ("greatest(len({pos}), 1)", lambda h: h.counts),
+}
 
 
-def _recall(h: Hits) -> np.ndarray:
-    return _where_defined(h, h.n > 0, _ratio(h.counts, h.n))
+def _divided(function: str, option: Option, choice: str, h: Hits,
+             numerator: np.ndarray) -> np.ndarray:
+    """numerator / the chosen denominator, NULL (NaN) where the metric is undefined: no relevant
+    item (recall and AP), a denominator of 0 (except 'hits')."""
+    check_options(function, (option,), {option.name: choice})
+    denominator = _DENOMINATORS[choice][1](h)
+    defined = (denominator > 0) | (choice == "hits")
+    if "truth" in option.choices:  # recall and AP need a relevant item; precision does not
+        defined &= h.n > 0
+    return _where_defined(h, defined, _ratio(numerator, denominator))
 
 
-def _average_precision(h: Hits) -> np.ndarray:
-    precision_at_hit = h.rank_of_hit / h.positions
-    return _where_defined(h, h.n > 0, _ratio(h.row_sum(precision_at_hit), h.n))
+def _denominator_sql(option: Option) -> str:
+    """The SQL twin of ``_divided``'s denominator: NULL where it is 0 (so the quotient is NULL),
+    chosen by ``choose_sql``. Only the denominator is chosen, so that the numerator's list
+    lambdas are written once (see ``choose_sql``: every branch holding the whole formula cost
+    20-40% on map@10 and ndcg@10; this costs 0-20%, see docs/conventions.md)."""
+    return choose_sql(option, {c: _DENOMINATORS[c][0] for c in option.choices})
+
+
+def _precision_sql(denominator: str) -> str:
+    return f"len({{pos}}) / {denominator}"
+
+
+def _recall_sql(denominator: str) -> str:
+    return f"CASE WHEN {{n}} = 0 THEN NULL ELSE len({{pos}}) / {denominator} END"
+
+
+def _average_precision_sql(denominator: str) -> str:
+    # the sum over the hits of (hits in the top i) / i, i the hit's position, / the denominator
+    return (
+        "CASE WHEN {n} = 0 THEN NULL ELSE coalesce(list_sum(list_transform(list_sort({pos}), "
+        f"lambda p, j: j / p)), 0) / {denominator} END"
+    )
+
+
+PRECISION_DENOMINATOR = Option(
+    "denominator",
+    "returned",
+    "what the hits are divided by: 'returned' = K = min(k, len(rec)), the items returned "
+    "(Hivemall, LensKit); 'k' = k, so that a list shorter than k counts its missing places as "
+    "misses (trec_eval's P, ranx, ir-measures, RecTools, RePlay, Recommenders, torchmetrics, "
+    "recpack).",
+    choices=("returned", "k"),
+)
+RECALL_DENOMINATOR = Option(
+    "denominator",
+    "truth",
+    "what the hits are divided by: 'truth' = |truth| (trec_eval, ranx, RecTools, RePlay, "
+    "Recommenders, torchmetrics); 'min_k_truth' = min(k, |truth|), so that a top k of hits "
+    "scores 1 when truth has more than k items (LensKit's Recall, recpack's "
+    "CalibratedRecallK, RecTools' Precision(r_precision=True)).",
+    choices=("truth", "min_k_truth"),
+)
+AP_DENOMINATOR = Option(
+    "denominator",
+    "truth",
+    "what the sum of precisions at the hits is divided by: 'truth' = |truth| (trec_eval's "
+    "map_cut, ranx, ir-measures, RecTools' MAP, Recommenders' map); 'min_k_truth' = "
+    "min(k, |truth|) (RePlay, Recommenders' map_at_k); 'min_returned_truth' = min(K, |truth|), "
+    "K = min(k, len(rec)) (LensKit's AveragePrecision); 'k' = k (RecTools' "
+    "MAP(divide_by_k=True)); 'hits' = the hits in the top K (torchmetrics' RetrievalMAP, "
+    "Hivemall's code), 0 when there is none.",
+    choices=("truth", "min_k_truth", "min_returned_truth", "k", "hits"),
+)
+
+
+def _precision(h: Hits, *, denominator: str = "returned") -> np.ndarray:
+    return _divided("precision_at", PRECISION_DENOMINATOR, denominator, h, h.counts)
+
+
+def _recall(h: Hits, *, denominator: str = "truth") -> np.ndarray:
+    return _divided("recall_at", RECALL_DENOMINATOR, denominator, h, h.counts)
+
+
+def _average_precision(h: Hits, *, denominator: str = "truth") -> np.ndarray:
+    precisions = h.row_sum(h.rank_of_hit / h.positions)
+    return _divided("average_precision", AP_DENOMINATOR, denominator, h, precisions)
 
 
 def _mrr(h: Hits) -> np.ndarray:
@@ -72,12 +167,25 @@ def _ideal_binary_dcg_sql(m: str) -> str:
 
 
 def _ndcg(h: Hits, *, gain: str = "exponential", discount: str = "log2",
-          base: float = 2) -> np.ndarray:
+          base: float = 2, ideal: str = "min_k_truth") -> np.ndarray:
     # Every grade is 1, so both gains are 1; only the discount changes the value.
-    check_options("ndcg", DCG_OPTIONS, {"gain": gain, "discount": discount, "base": base})
+    check_options("ndcg", NDCG_OPTIONS,
+                  {"gain": gain, "discount": discount, "base": base, "ideal": ideal})
+    if ideal == "k":
+        check_ideal_k("ndcg", h.k[h.valid & (h.n > 0)])
+    ideal_hits = h.k if ideal == "k" else np.minimum(h.k, h.n)
     dcg = h.row_sum(1.0 / discounts(h.positions, discount, base))
-    idcg = _ideal_binary_dcg(np.minimum(h.k, h.n), discount, base)
+    idcg = _ideal_binary_dcg(ideal_hits, discount, base)
     return _where_defined(h, h.n > 0, np.where(h.counts > 0, _ratio(dcg, idcg), 0.0))
+
+
+def _binary_ndcg_sql(ideal_hits: str) -> str:
+    log2 = (
+        "CASE WHEN {n} = 0 THEN NULL WHEN len({pos}) = 0 THEN 0.0 "
+        "ELSE list_sum(list_transform({pos}, lambda p: 1.0 / log2(p + 1))) "
+        f"/ {_ideal_binary_dcg_sql(ideal_hits)} END"
+    )
+    return binary_ndcg_sql(log2, ideal_hits)
 
 
 def _auc(h: Hits) -> np.ndarray:
@@ -92,37 +200,45 @@ def _auc(h: Hits) -> np.ndarray:
 PRECISION_AT = Metric(
     name="precision_at",
     summary="Precision@k: the share of the top K that are hits.",
-    formula="hits / K, K = min(k, len(rec))",
-    undefined="NULL when the top K is empty (empty rec).",
-    sql="CASE WHEN {K} = 0 THEN NULL ELSE len({pos}) / {K} END",
+    formula="hits / K, K = min(k, len(rec)); denominator := 'k': hits / k",
+    undefined="NULL when the top K is empty (empty rec); with denominator := 'k', when k is "
+    "omitted and rec is empty.",
+    sql=_precision_sql(_denominator_sql(PRECISION_DENOMINATOR)),
     kernel=_precision,
     aliases=("precision", "p"),
+    options=(PRECISION_DENOMINATOR,),
     peers="trec_eval's P@k and ranx's precision divide by k, not by min(k, len(rec)): they differ "
-    "when rec is shorter than k.",
+    "when rec is shorter than k (denominator := 'k' gives theirs).",
 )
 
 RECALL_AT = Metric(
     name="recall_at",
     summary="Recall@k: the share of the relevant items found in the top K.",
-    formula="hits / |truth|",
-    undefined="NULL when truth has no item.",
-    sql="CASE WHEN {n} = 0 THEN NULL ELSE len({pos}) / {n} END",
+    formula="hits / |truth|; denominator := 'min_k_truth': hits / min(k, |truth|)",
+    undefined="NULL when truth has no item; with denominator := 'min_k_truth', also when k is "
+    "omitted and rec is empty.",
+    sql=_recall_sql(_denominator_sql(RECALL_DENOMINATOR)),
     kernel=_recall,
     aliases=("recall",),
-    peers="Same as trec_eval's recall_k and ranx's recall.",
+    options=(RECALL_DENOMINATOR,),
+    peers="Same as trec_eval's recall_k and ranx's recall; denominator := 'min_k_truth' gives "
+    "LensKit's.",
 )
 
 AVERAGE_PRECISION = Metric(
     name="average_precision",
     summary="Average precision: the mean of precision@i over the relevant items, hits at i <= K.",
-    formula="sum over hits at position i <= K of (hits in the top i) / i, divided by |truth|",
-    undefined="NULL when truth has no item.",
-    sql="CASE WHEN {n} = 0 THEN NULL "
-    "ELSE coalesce(list_sum(list_transform(list_sort({pos}), lambda p, j: j / p)), 0) / {n} END",
+    formula="sum over hits at position i <= K of (hits in the top i) / i, divided by |truth| "
+    "(denominator := 'min_k_truth': by min(k, |truth|); 'min_returned_truth': by "
+    "min(K, |truth|); 'k': by k; 'hits': by the hits in the top K, 0 without hits)",
+    undefined="NULL when truth has no item; with a denominator other than 'truth' and 'hits', "
+    "also when it is 0 (k omitted, or 'min_returned_truth', with an empty rec).",
+    sql=_average_precision_sql(_denominator_sql(AP_DENOMINATOR)),
     kernel=_average_precision,
     aliases=("map", "ap"),
+    options=(AP_DENOMINATOR,),
     peers="Same as trec_eval's map_cut_k and ranx's map@k. Hivemall's code divides by the "
-    "number of hits found instead (see the hivemall schema).",
+    "number of hits found instead (see the hivemall schema; denominator := 'hits').",
 )
 
 MRR = Metric(
@@ -151,15 +267,17 @@ NDCG = Metric(
     name="ndcg",
     summary="Normalised discounted cumulative gain with binary gains.",
     formula="DCG / IDCG, DCG = sum over hits at position i of 1 / log2(i + 1), "
-    "IDCG = sum over i = 1..min(k, |truth|) of 1 / log2(i + 1); 0 when the top K has no hit",
+    "IDCG = sum over i = 1..min(k, |truth|) of 1 / log2(i + 1) (ideal := 'k': over i = 1..k); "
+    "0 when the top K has no hit",
     undefined="NULL when truth has no item.",
-    sql=binary_ndcg_sql(
-    "CASE WHEN {n} = 0 THEN NULL WHEN len({pos}) = 0 THEN 0.0 "
-    "ELSE list_sum(list_transform({pos}, lambda p: 1.0 / log2(p + 1))) "
-    f"/ {_ideal_binary_dcg_sql('least({k}, {n})')} END"
-    ),
+    # Only the number of ideal hits is chosen, for the reason given in _denominator_sql.
+    sql=_binary_ndcg_sql(choose_sql(IDEAL, {
+        "min_k_truth": "least({k}, {n})",
+        "k": f"CASE WHEN {{k}} > {IDEAL_K_LIMIT} THEN {ideal_k_error_sql('ndcg', '{k}')} "
+        "ELSE {k} END",
+    })),
     kernel=_ndcg,
-    options=DCG_OPTIONS,
+    options=NDCG_OPTIONS,
     aliases=("ndcg_cut",),
     peers="Same as trec_eval's ndcg_cut_k and ranx's ndcg@k for binary judgments. Hivemall's code "
     "also cuts the ideal DCG at len(rec) (see the hivemall schema).",

@@ -31,6 +31,9 @@ from duckrank.metrics.record import Metric, Option
 
 GRADED_TRUTH = "MAP(VARCHAR, DOUBLE)"
 
+# ideal := 'k' sums k discounts per row: a larger k is refused rather than left to exhaust memory.
+IDEAL_K_LIMIT = 1_000_000
+
 GAIN = Option(
     "gain",
     "exponential",
@@ -64,7 +67,19 @@ HALF_LIFE = Option(
     "the rank alpha whose item has a 50% chance of being viewed, a number > 1.",
 )
 
+IDEAL = Option(
+    "ideal",
+    "min_k_truth",
+    "the ideal list the DCG is divided by: 'min_k_truth' = the min(k, n) largest grades of "
+    "truth, the best list this truth allows (trec_eval, ranx, RePlay, LensKit, Recommenders, "
+    "RecTools' divide_by_achievable=True); 'k' = k items of truth's largest grade (k hits for a "
+    "LIST truth: RecTools' NDCG default), so a row with fewer than k relevant items cannot reach "
+    f"1. 'k' takes a k of at most {IDEAL_K_LIMIT:,}.",
+    choices=("min_k_truth", "k"),
+)
+
 DCG_OPTIONS = (GAIN, DISCOUNT, BASE)
+NDCG_OPTIONS = (*DCG_OPTIONS, IDEAL)
 
 # Options that are numbers, and the bound each must exceed.
 _LOWER_BOUNDS = {"base": 1, "max_grade": 0, "half_life": 1}
@@ -112,6 +127,33 @@ def option_errors_sql(function: str, options: Iterable[Option]) -> list[tuple[st
                 "|| base::VARCHAR || ' with discount ''log2''')",
             ))
     return checks
+
+
+def choose_sql(option: Option, forms: dict[str, str]) -> str:
+    """SQL taking ``forms[value]`` for the option's value (one form per choice); the option
+    check (``option_errors_sql``) runs before, so no other value reaches the ELSE. Inside the
+    macro's per-row lambda DuckDB does not fold this CASE even for a constant option, and its
+    cost grows with all its branches: keep the forms small (a denominator, not a formula)."""
+    others = "".join(
+        f"WHEN {_text(option.name)} = '{choice}' THEN ({forms[choice]}) "
+        for choice in option.choices if choice != option.default
+    )
+    return f"CASE {others}ELSE ({forms[str(option.default)]}) END"
+
+
+def ideal_k_error_sql(function: str, k: str) -> str:
+    """The error of ideal := 'k' with a k above ``IDEAL_K_LIMIT`` (``k``: the cut-off's SQL)."""
+    return (
+        f"error('{function}: ideal := ''k'' sums k discounts per row; k must be at most "
+        f"{IDEAL_K_LIMIT}, got ' || ({k})::VARCHAR)"
+    )
+
+
+def check_ideal_k(function: str, k: np.ndarray) -> None:
+    """The numpy twin of ``ideal_k_error_sql``."""
+    if len(k) and int(k.max()) > IDEAL_K_LIMIT:
+        raise ValueError(f"{function}: ideal := 'k' sums k discounts per row; k must be at most "
+                         f"{IDEAL_K_LIMIT}, got {int(k.max())}")
 
 
 def check_options(function: str, options: Iterable[Option], values: dict) -> None:
@@ -199,17 +241,17 @@ def _err_sql(grades: str) -> str:
     )
 
 
-def binary_ndcg_sql(log2_sql: str) -> str:
+def binary_ndcg_sql(log2_sql: str, ideal_hits: str) -> str:
     """The binary ndcg record's SQL with the gain/discount/base options: ``log2_sql`` (the tuned
     default path over hit positions) serves discount 'log2'; 'jarvelin' sums 1 / disc over the
-    same positions. Gain does not matter for grade 1 (2^1 - 1 = 1) but is still checked: the
-    macro body checks every option before the per-row lambda
-    (``duckrank.render.macros._hits_body``), where
-    DuckDB folds the checks on constant options away."""
+    same positions, and over ranks 1..``ideal_hits`` for the ideal DCG. Gain does not matter for
+    grade 1 (2^1 - 1 = 1) but is still checked: the macro body checks every option before the
+    per-row lambda (``duckrank.render.macros._hits_body``), where DuckDB folds the checks on
+    constant options away."""
     jarvelin = (
         "CASE WHEN {n} = 0 THEN NULL WHEN len({pos}) = 0 THEN 0.0 "
         f"ELSE list_sum(list_transform({{pos}}, lambda p: 1.0 / {discount_sql('p')})) "
-        f"/ list_sum(list_transform(range(1, least({{k}}, {{n}}) + 1), "
+        f"/ list_sum(list_transform(range(1, {ideal_hits} + 1), "
         f"lambda i: 1.0 / {discount_sql('i')})) END"
     )
     log2 = f"{_text('discount')} = 'log2'"
@@ -245,11 +287,27 @@ def _safe(denominator: np.ndarray) -> np.ndarray:
 
 
 def _ndcg(g: Grades, *, gain: str = "exponential", discount: str = "log2",
-          base: float = 2) -> np.ndarray:
-    check_options("ndcg", DCG_OPTIONS, {"gain": gain, "discount": discount, "base": base})
+          base: float = 2, ideal: str = "min_k_truth") -> np.ndarray:
+    check_options("ndcg", NDCG_OPTIONS,
+                  {"gain": gain, "discount": discount, "base": base, "ideal": ideal})
     dcg = _dcg_rows(g, g.top, g.top_offsets, gain, discount, base)
-    ideal = _dcg_rows(g, g.ideal, g.ideal_offsets, gain, discount, base)
-    return _defined(g, dcg / _safe(ideal))
+    values, offsets = g.ideal, g.ideal_offsets
+    if ideal == "k":
+        defined = g.valid & (g.n > 0)
+        check_ideal_k("ndcg", g.k[defined])
+        places = np.where(defined, g.k, 0)
+        values = np.repeat(_largest_grades(g), places)
+        offsets = np.concatenate([[0], np.cumsum(places)]).astype(np.int64)
+    best = _dcg_rows(g, values, offsets, gain, discount, base)
+    return _defined(g, dcg / _safe(best))
+
+
+def _largest_grades(g: Grades) -> np.ndarray:
+    """Each row's largest grade in truth (0 without a positive one)."""
+    largest = np.zeros(len(g.K))
+    has_ideal = np.diff(g.ideal_offsets) > 0
+    largest[has_ideal] = g.ideal[g.ideal_offsets[:-1][has_ideal]]
+    return largest
 
 
 def _dcg(g: Grades, *, gain: str = "exponential", discount: str = "log2",
@@ -261,9 +319,7 @@ def _dcg(g: Grades, *, gain: str = "exponential", discount: str = "log2",
 def _err(g: Grades, *, max_grade: float = 4) -> np.ndarray:
     check_options("err", (MAX_GRADE,), {"max_grade": max_grade})
     defined = g.valid & (g.n > 0)
-    top_grade = np.zeros(len(g.K))
-    has_ideal = np.diff(g.ideal_offsets) > 0
-    top_grade[has_ideal] = g.ideal[g.ideal_offsets[:-1][has_ideal]]
+    top_grade = _largest_grades(g)
     too_high = defined & (top_grade > max_grade)
     if too_high.any():
         raise ValueError(_err_too_high(top_grade[too_high][0], max_grade))
@@ -305,24 +361,39 @@ _NO_RELEVANT = "NULL when truth has no positive grade."
 _NO_RELEVANT_EMPTY = _NO_RELEVANT + " 0 when the top K is empty (empty rec)."
 _GAIN_AND_DISCOUNT = "gain(g) = 2^g - 1 (or g), disc(i) = log2(i + 1) (or Järvelin's)"
 
+def _graded_ndcg_sql(ideal: str) -> str:
+    return (
+        f"CASE WHEN {{n}} = 0 THEN NULL WHEN {{K}} = 0 THEN 0.0 "
+        f"ELSE {dcg_sql('{top}')} / {dcg_sql(ideal)} END"
+    )
+
+
+_GRADED_NDCG_SQL = _graded_ndcg_sql("{ideal}")
+
 NDCG_GRADED = Metric(
     name="ndcg",
     summary="Normalised discounted cumulative gain with graded relevance (truth: item -> grade).",
     formula="DCG / IDCG, DCG = sum over ranks i <= K of gain(g_i) / disc(i), g_i the grade of "
     "the item at rank i (0 when it has none); IDCG = the same sum over the min(k, n) largest "
-    f"grades of truth, sorted by duckrank; {_GAIN_AND_DISCOUNT}",
+    f"grades of truth, sorted by duckrank (ideal := 'k': k times the largest); "
+    f"{_GAIN_AND_DISCOUNT}",
     undefined=_NO_RELEVANT_EMPTY,
-    sql=f"CASE WHEN {{n}} = 0 THEN NULL WHEN {{K}} = 0 THEN 0.0 "
-    f"ELSE {dcg_sql('{top}')} / {dcg_sql('{ideal}')} END",
+    # Only the ideal list is chosen, for the reason given in choose_sql.
+    sql=_graded_ndcg_sql(choose_sql(IDEAL, {
+        "min_k_truth": "{ideal}",
+        "k": f"CASE WHEN {{k}} > {IDEAL_K_LIMIT} THEN {ideal_k_error_sql('ndcg', '{k}')} "
+        "ELSE list_resize([]::DOUBLE[], {k}, {ideal}[1]) END",
+    })),
     kernel=_ndcg,
     inputs="grades",
     truth_type=GRADED_TRUTH,
-    options=DCG_OPTIONS,
+    options=NDCG_OPTIONS,
     peers="gain 'exponential': ranx's ndcg_burges, Hivemall's graded ndcg (which cuts the ideal "
     "list at k but takes it unsorted from the caller), scikit-learn's ndcg_score on 2^g - 1. "
     "gain 'linear': trec_eval's ndcg_cut, ranx's ndcg, ir-measures' nDCG@k, scikit-learn's "
-    "ndcg_score (which also breaks score ties by averaging). None of them offers the "
-    "'jarvelin' discount.",
+    "ndcg_score (which also breaks score ties by averaging). discount 'jarvelin': LensKit's "
+    "NDCG (gain 'linear' for its gain= field); ideal 'k': RecTools' NDCG (binary). See "
+    "docs/conventions.md.",
     source="shared/seeds/001 (Hivemall, exponential gain), shared/seeds/003 (disc, 9.5 / 10.9)",
 )
 
@@ -392,7 +463,7 @@ NDCG_GRADES = Metric(
     "field of rec[i]; IDCG = the same sum over the min(k, n) largest grades in truth, sorted by "
     f"duckrank; {_GAIN_AND_DISCOUNT}",
     undefined=_NO_RELEVANT_EMPTY,
-    sql=NDCG_GRADED.sql,
+    sql=_GRADED_NDCG_SQL,
     kernel=_ndcg,
     inputs="grade_lists",
     options=DCG_OPTIONS,
