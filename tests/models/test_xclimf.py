@@ -98,6 +98,41 @@ def test_objective_by_hand_with_binary_relevance_and_large_scores() -> None:
     assert np.isfinite(du).all() and np.isfinite(dv).all()
 
 
+def test_objective_prefers_the_lower_grade_on_top() -> None:
+    # Why xCLiMF trained long ranks below random (docs/models.md, "Why xCLiMF can fall below
+    # random"): a property of eq. 8, not of this code. One user (U = [1]), lambda = 0, items
+    # graded 5 and 4: r_h = 31/32, r_l = 15/32 (eq. 2). With both scores >= 30 and 30 apart,
+    # ln g(f) and g(-30) are below 1e-13, so eq. 8 is, up to terms below 1e-11,
+    #   r_h ln(1 - r_h/2) + r_l ln(1 - r_l/2)  (j = i)   +   r_below ln(1 - r_above),
+    # and the difference (5 above 4) - (4 above 5) = r_l ln(1 - r_h) - r_h ln(1 - r_l)
+    #   = 15/32 ln(1/32) - 31/32 ln(17/32) = -1.6246 + 0.6128 = -1.0118:
+    # eq. 8 is larger when the 4 is ranked above the 5. ERR (eq. 1) says the opposite:
+    #   5 first: 31/32 + (1/32)(15/32)/2 = 0.9761;  4 first: 15/32 + (17/32)(31/32)/2 = 0.7261.
+    # (For any r_p > r_k, ln(1 - r)/r decreasing gives r_k ln(1 - r_p) < r_p ln(1 - r_k).)
+    r_h, r_l = 31 / 32, 15 / 32
+    values = [xclimf.objective(np.array([[1.0]]), np.array([[high], [low]]), np.array([0, 0]),
+                               np.array([0, 1]), np.array([r_h, r_l]), 0.0)
+              for high, low in ((60.0, 30.0), (30.0, 60.0))]
+    expected = r_l * math.log(1 - r_h) - r_h * math.log(1 - r_l)
+    assert expected == pytest.approx(-1.0118, abs=1e-4)
+    assert values[0] - values[1] == pytest.approx(expected, abs=1e-10)
+
+
+def test_training_to_convergence_ranks_grades_ascending() -> None:
+    # The optimum above, reached by training: 20 users all rate items 0..4 with 1..5 stars.
+    # Trained to convergence (eq. 8 rises from -64.2 to -38.2, by < 1e-5 in the last epoch), every
+    # user's ranking is 0, 1, 2, 3, 4: the 1-star item first, the 5-star item last, the worst
+    # order for ERR.
+    users, items = np.repeat(np.arange(20), 5), np.tile(np.arange(5), 20)
+    factors = xclimf.fit(users, items, items + 1.0, max_rating=5, dims=2, learning_rate=0.2,
+                         epochs=500)
+    u = np.stack(factors.users["factors"].to_numpy(zero_copy_only=False))
+    v = np.stack(factors.items["factors"].to_numpy(zero_copy_only=False))
+    assert (np.argsort(-(u @ v.T), axis=1) == np.arange(5)).all()
+    assert factors.objective[-1] - factors.objective[-2] < 1e-5
+    assert factors.objective[-1] > factors.objective[0] + 25
+
+
 def test_gradients_match_finite_differences_of_the_objective() -> None:
     users, items, r, _, u, v = small_problem()
     du, dv = xclimf.gradients(u, v, users, items, r, 0.1)

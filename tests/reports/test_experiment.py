@@ -194,3 +194,17 @@ def test_corrected_metric_by_simulation() -> None:
         assert abs(corrected - truth) < 0.25 * (plain - truth)
     with pytest.raises(ValueError, match=r"sampled_ranks must be integers in 1..sampled \+ 1"):
         experiment.corrected_metric(np.array([0, 3]), lambda r: 1 / r, catalogue=10, sampled=5)
+
+
+def test_default_training_learns_on_synthetic_data() -> None:
+    """The experiment's default learning rate and epochs (LEARNING_RATE, EPOCHS) rank held-out
+    items well above chance. Measured here (Given 15, 100 users, 60 items): ERR@5 0.307 for
+    xCLiMF, 0.110 random, 0.399 PopRec (the data's popularity bias favours it). The former
+    defaults failed: the paper's learning rate for 100 epochs left the factors at their random
+    start (0.109), and 0.01 for 300 epochs trains past the peak into eq. 8's optimum, which ranks
+    low grades first (0.032; docs/models.md, "Why xCLiMF can fall below random")."""
+    result = run_xclimf_experiment(synthetic_ratings(users=100, items=60), given=(15,),
+                                   thresholds=(5,))
+    assert (result.settings.learning_rate, result.settings.epochs) == (0.01, 100)
+    err = {row["system"]: row["err"] for row in result.table1.to_pylist()}
+    assert err["xCLiMF"] > 2 * err["Random"], err
