@@ -22,6 +22,7 @@ offending item.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -110,9 +111,15 @@ class _Part:
     offsets: np.ndarray  # int64, one more than rows
 
     @staticmethod
-    def of(lists: pa.Array, values: pa.Array) -> _Part:
-        """``values`` is the flat child of ``lists`` (a list or map array, possibly sliced)."""
-        return _Part(values, lists.offsets.to_numpy().astype(np.int64))
+    def of(lists: pa.Array, values: pa.Array, field: int | None = None) -> _Part:
+        """``values`` is the flat child of ``lists`` (a list or map array, possibly sliced);
+        ``field``, a field of it to take (a struct child). Only the rows' range of the child is
+        kept, so that a slice of rows costs its own size."""
+        offsets = lists.offsets.to_numpy().astype(np.int64)
+        values = values.slice(offsets[0], offsets[-1] - offsets[0])
+        if field is not None:
+            values = pc.struct_field(values, [field])
+        return _Part(values, offsets - offsets[0])
 
 
 def _one_kind(function: str, parts: list[_Part]) -> list[_Part]:
@@ -139,58 +146,144 @@ def _as_text(parts: list[_Part]) -> list[_Part]:
     return [_Part(p.values.cast(pa.string()), p.offsets) for p in parts]
 
 
+# --- numbering ids -------------------------------------------------------------------------------
+
+# Entries of the (row, id) -> position table of one group of rows (int64, 16 MB). Batches whose
+# ids are more varied than that fall back to Arrow's hash tables.
+_TABLE_ENTRIES = 1 << 21
+
+
 @dataclass(frozen=True)
-class _CodedIds:
-    """Every row's id list as integer codes: equal ids share a code within a batch, -1 is NULL.
-    A row's list is its parts one after the other (see ``_coded_rows``)."""
+class _Codes:
+    """Every part's ids as integer codes 0..span-1, equal ids sharing a code across parts; -1 is
+    NULL. ``codes[i][j]`` is the code of ``parts[i].values[j]``."""
 
-    codes: np.ndarray
-    starts: np.ndarray  # flat index of each row's first id
-    dictionary: pa.Array
-
-    @property
-    def span(self) -> int:
-        """A multiplier that makes ``row * span + code`` unique per (row, id)."""
-        return len(self.dictionary) + 1
-
-    def part(self, begin: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(row, flat index) of the ids at row positions begin .. begin + length - 1."""
-        row = np.repeat(np.arange(len(length)), length)
-        return row, gather_ranges(self.starts + begin, length)
+    codes: list[np.ndarray]
+    span: int
+    lowest: int | None  # integer ids: code = id - lowest
+    dictionary: pa.Array | None  # other ids: code = index in the dictionary
 
     def name(self, code: int) -> str:
+        if self.dictionary is None:
+            return str(self.lowest + code)
         value = self.dictionary[code].as_py()
         return repr(value) if isinstance(value, str) else str(value)
 
 
-def _coded_rows(parts: list[_Part], valid: np.ndarray) -> tuple[_CodedIds, list[np.ndarray]]:
-    """The ids of each valid row, part after part, coded by one dictionary encoding of the
-    batch; and each part's per-row length (0 on rows that are not valid)."""
-    lengths = [np.where(valid, np.diff(p.offsets), 0) for p in parts]
-    used = [p.values.slice(p.offsets[0], p.offsets[-1] - p.offsets[0]) for p in parts]
-    encoded = pa.chunked_array(used, type=used[0].type).dictionary_encode().combine_chunks()
-    flat = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    # Where each part's ids of each row start among ``flat`` (the parts' ids one after another);
-    # gathering those ranges row by row, part by part, lays the rows out.
-    chunk_starts = np.cumsum([0] + [len(u) for u in used[:-1]])
-    sources = [c + p.offsets[:-1] - p.offsets[0] for c, p in zip(chunk_starts, parts, strict=True)]
-    row_major = gather_ranges(np.stack(sources, axis=1).ravel(), np.stack(lengths, axis=1).ravel())
-    codes = flat[row_major]
-    row_length = np.sum(lengths, axis=0, dtype=np.int64)
-    return _CodedIds(codes, np.cumsum(row_length) - row_length, encoded.dictionary), lengths
+def _shifted(values: pa.Array, lowest: int) -> np.ndarray:
+    """Integer ids minus ``lowest`` as int64 codes, -1 for NULL."""
+    if values.null_count == 0:
+        ids = values.to_numpy()
+        if ids.dtype == np.uint64:  # lowest may be above the int64 range
+            return (ids - np.uint64(lowest)).astype(np.int64)
+        return ids.astype(np.int64) - lowest
+    codes = _shifted(pc.fill_null(values, pa.scalar(lowest, values.type)), lowest)
+    codes[~_valid(values)] = -1
+    return codes
 
 
-def _first_seen(keys: np.ndarray) -> tuple[np.ndarray, pa.Array]:
-    """Dense codes of ``keys`` numbered in order of first appearance, and the distinct keys in
-    that order (Arrow's hash-based dictionary encoding: no sort)."""
-    encoded = pa.array(keys, type=pa.int64()).dictionary_encode()
-    return encoded.indices.to_numpy().astype(np.int64), encoded.dictionary
+def _encode(parts: list[_Part]) -> _Codes:
+    """Integer ids spanning a small range are their own codes (minus the smallest; the common
+    case of catalogue item numbers, with no hashing); other ids go through one dictionary
+    encoding of the batch."""
+    value_type = parts[0].values.type
+    if pa.types.is_integer(value_type):
+        bounds = [pc.min_max(p.values).as_py() for p in parts]
+        lows = [b["min"] for b in bounds if b["min"] is not None]
+        if not lows:
+            return _Codes([np.full(len(p.values), -1) for p in parts], 1, 0, None)
+        lowest, highest = min(lows), max(b["max"] for b in bounds if b["max"] is not None)
+        if highest - lowest < _TABLE_ENTRIES:
+            codes = [_shifted(p.values, lowest) for p in parts]
+            return _Codes(codes, highest - lowest + 1, lowest, None)
+    encoded = pa.chunked_array([p.values for p in parts], type=value_type)
+    encoded = encoded.dictionary_encode().combine_chunks()  # one dictionary for every part
+    indices = encoded.indices
+    flat = (pc.fill_null(indices, -1) if indices.null_count else indices).to_numpy()
+    flat = flat.astype(np.int64)
+    bounds = np.cumsum([0] + [len(p.values) for p in parts])
+    codes = [flat[begin:end] for begin, end in itertools.pairwise(bounds)]
+    return _Codes(codes, max(len(encoded.dictionary), 1), None, encoded.dictionary)
 
 
-def _code_in(keys: np.ndarray, dictionary: pa.Array) -> np.ndarray:
-    """The code of each key in ``dictionary`` (from ``_first_seen``), -1 where absent."""
-    found = pc.index_in(pa.array(keys, type=pa.int64()), value_set=dictionary)
-    return pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+def _elements(part: _Part, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray | slice]:
+    """(row, index in ``part.values``) of every id in a valid row, row by row; the index is a
+    slice when that is all of them (a view, no copy)."""
+    lengths = np.diff(part.offsets)
+    if valid.all():
+        at = slice(int(part.offsets[0]), int(part.offsets[-1]))
+    else:
+        lengths = np.where(valid, lengths, 0)
+        at = gather_ranges(part.offsets[:-1], lengths)
+    return np.repeat(np.arange(len(lengths)), lengths), at
+
+
+class _Lookup:
+    """The named ids of one list per row, in order (``row`` ascending; NULLs dropped), and a
+    finder of (row, id code) pairs among them: the index of their first occurrence, or -1.
+
+    Rows are taken in groups whose (row, code) table fits in _TABLE_ENTRIES: a direct-address
+    table, filled by one scatter and read by one gather, with no hashing or sorting. Each row
+    has one column more than there are codes, never written: code -1 (NULL) reads the column
+    before the row's own, i.e. that unwritten one of the previous row (or, for the first row,
+    of the last), so it finds -1 without a test.
+    """
+
+    def __init__(self, row: np.ndarray, code: np.ndarray, span: int, n_rows: int) -> None:
+        named = code >= 0
+        if not named.all():
+            row, code = row[named], code[named]
+        self.row, self.code, self.stride, self.n_rows = row, code, span + 1, n_rows
+        self.rows_per_group = min(_TABLE_ENTRIES // self.stride, n_rows)
+        self.table: np.ndarray | None = None
+        self.filled: tuple[int, np.ndarray] | None = None  # a group's first row and its keys
+
+    def _table(self, first_row: int) -> np.ndarray:
+        """The table of the group of rows from first_row (kept until another group is asked
+        for: one group serves every lookup of most batches)."""
+        if self.table is None:
+            self.table = np.full(self.rows_per_group * self.stride, -1, dtype=np.int32)
+        if self.filled is not None:
+            if self.filled[0] == first_row:
+                return self.table
+            self.table[self.filled[1]] = -1
+        a, b = np.searchsorted(self.row, [first_row, first_row + self.rows_per_group])
+        keys = (self.row[a:b] - first_row) * self.stride + self.code[a:b]
+        # Written last to first, so each key keeps its first occurrence.
+        self.table[keys[::-1]] = np.arange(b - 1, a - 1, -1, dtype=np.int32)
+        self.filled = (first_row, keys)
+        return self.table
+
+    def first(self) -> np.ndarray:
+        """Marks each id's first occurrence in its row."""
+        return self.find(self.row, self.code) == np.arange(self.row.size)
+
+    def find(self, row: np.ndarray, code: np.ndarray) -> np.ndarray:
+        """``row`` ascending; -1 where ``code`` is -1 or the list lacks the id."""
+        if self.row.size == 0 or row.size == 0:
+            return np.full(row.size, -1, dtype=np.int64)
+        if self.rows_per_group == 0 or self.row.size >= 1 << 31:
+            return self._find_hashed(row, code)
+        if self.rows_per_group == self.n_rows:
+            return self._table(0)[row * self.stride + code].astype(np.int64)
+        found = np.empty(row.size, dtype=np.int64)
+        starts = np.arange(0, self.n_rows, self.rows_per_group)
+        bounds = np.searchsorted(row, np.r_[starts, self.n_rows])
+        for first_row, c, d in zip(starts, bounds[:-1], bounds[1:], strict=True):
+            if c < d:
+                table = self._table(int(first_row))
+                found[c:d] = table[(row[c:d] - first_row) * self.stride + code[c:d]]
+        return found
+
+    def _find_hashed(self, row: np.ndarray, code: np.ndarray) -> np.ndarray:
+        """The same through Arrow's hash tables, for ids too varied for a table."""
+        listed = pa.array(self.row * self.stride + self.code).dictionary_encode()
+        number = listed.indices.to_numpy().astype(np.int64)
+        first_index = np.full(len(listed.dictionary), -1, dtype=np.int64)
+        first_index[number[::-1]] = np.arange(number.size - 1, -1, -1)
+        found = pc.index_in(pa.array(row * self.stride + code), value_set=listed.dictionary)
+        number = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        return np.where((number >= 0) & (code >= 0), first_index[np.maximum(number, 0)], -1)
 
 
 def pairs_type_error(function: str, argument: str, type_name: object) -> ValueError:
@@ -209,63 +302,13 @@ def _preference_parts(function: str, argument: str, lists: pa.Array) -> tuple[_P
     if not (pa.types.is_struct(value_type) and value_type.num_fields == 2):
         raise pairs_type_error(function, argument, lists.type)
     return (
-        _Part.of(lists, pc.struct_field(lists.values, [0])),
-        _Part.of(lists, pc.struct_field(lists.values, [1])),
+        _Part.of(lists, lists.values, 0),
+        _Part.of(lists, lists.values, 1),
     )
 
 
-# --- numbering items -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Items:
-    """The distinct non-NULL ids of one part of every row, numbered 0, 1, ... across the batch
-    in row-major order of first appearance, so each row's items are consecutive and in the order
-    the row lists them."""
-
-    dictionary: pa.Array  # the (row, id) keys, by item number
-    row: np.ndarray  # per item
-    code: np.ndarray  # per item: its id's code in the batch's _CodedIds
-    first: np.ndarray  # per row: number of its first item
-    counts: np.ndarray  # per row: number of its items
-
-    def find(self, row: np.ndarray, code: np.ndarray, span: int) -> np.ndarray:
-        """The item number of each (row, id code), -1 where the row has no such item."""
-        return _code_in(row * span + code, self.dictionary)
-
-    def names(self, ids: _CodedIds, row: int, local: list[int]) -> list[str]:
-        return [ids.name(int(c)) for c in self.code[self.first[row] + np.array(local)]]
-
-
-def _row_starts(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return (np.cumsum(counts) - counts).astype(np.int64), counts
-
-
-def _items(coded: _CodedIds, begin: np.ndarray, length: np.ndarray) -> _Items:
-    row, at = coded.part(begin, length)
-    code = coded.codes[at]
-    named = code >= 0
-    row, code = row[named], code[named]
-    item, dictionary = _first_seen(row * coded.span + code)
-    first_time = item > np.r_[-1, np.maximum.accumulate(item)[:-1]]  # numbers grow by one
-    counts = np.bincount(row[first_time], minlength=len(length))
-    return _Items(dictionary, row[first_time], code[first_time], *_row_starts(counts))
-
-
-def _pairs(
-    coded: _CodedIds, begin: np.ndarray, length: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, preferred id code, other id code) of the pairs stored as ``length`` preferred items
-    from ``begin`` followed by as many other items; pairs with a NULL item are left out."""
-    row, better_at = coded.part(begin, length)
-    _, worse_at = coded.part(begin + length, length)
-    better, worse = coded.codes[better_at], coded.codes[worse_at]
-    named = (better >= 0) & (worse >= 0)
-    return row[named], better[named], worse[named]
-
-
 def _self_preference(
-    function: str, argument: str, ids: _CodedIds, codes: np.ndarray, same: np.ndarray
+    function: str, argument: str, ids: _Codes, codes: np.ndarray, same: np.ndarray
 ) -> None:
     if same.any():
         raise ValueError(
@@ -277,19 +320,64 @@ def _self_preference(
 # --- the matching functions ----------------------------------------------------------------------
 
 
+# Ids matched at once (rec and both sides of the preferences): a batch of 2,048 users with
+# 10,000 preferences each holds 40 million, which go through the matching step and the kernel
+# in slices of rows of about this many, so that their temporaries stay within a few hundred MB.
+_SLICE_IDS = 1 << 21
+
+
 @dataclass(frozen=True)
-class MatchedPreferences:
-    """The EDRC kernel's input for a batch (``rows``), and the ids behind its per-row node
-    numbers, to name the items of a cycle the kernel finds."""
+class _Matched:
+    """The EDRC kernel's input for a slice of rows (``rows``), and the ids behind its per-row
+    node numbers, to name the items of a cycle the kernel finds."""
 
     rows: PreferenceRows
-    ids: _CodedIds
-    nodes: _Items
+    ids: _Codes
+    node_code: np.ndarray  # per node, rows one after another
+    node_first: np.ndarray  # per row: its first node
 
     def item_names(self, row: int, nodes: list[int]) -> list[str]:
         """The ids of ``nodes`` (node numbers of ``row``) as an error message shows them:
         strings quoted, other ids as their text."""
-        return self.nodes.names(self.ids, row, nodes)
+        return [self.ids.name(int(self.node_code[self.node_first[row] + n])) for n in nodes]
+
+
+def _numbered(
+    listed: _Lookup, keep: np.ndarray, n_rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Nodes: the elements of ``listed`` marked in ``keep``, numbered per row in list order.
+    Returns each element's node within its row (where kept), nodes per row, each row's first
+    node and the nodes' id codes."""
+    counts = np.bincount(listed.row[keep], minlength=n_rows)
+    first = np.cumsum(counts) - counts
+    node = np.cumsum(keep) - 1 - first[listed.row]
+    return node, counts, first, listed.code[keep]
+
+
+@dataclass(frozen=True)
+class MatchedPreferences:
+    """A batch's arguments, matched slice by slice of rows when ``run_preference_kernel`` runs
+    (the slices hold about _SLICE_IDS ids each, at least one row)."""
+
+    arguments: tuple[pa.Array, pa.Array]
+    match: Callable[[pa.Array, pa.Array, str], _Matched]
+    function: str
+
+    def slices(self) -> list[tuple[int, int]]:
+        ids = sum(np.diff(a.offsets.to_numpy().astype(np.int64)) * weight
+                  for a, weight in zip(self.arguments, self.weights, strict=True))
+        slice_of = np.cumsum(ids) // _SLICE_IDS
+        bounds = np.r_[0, np.flatnonzero(np.diff(slice_of)) + 1, ids.size]
+        return list(itertools.pairwise(bounds.tolist()))
+
+    @property
+    def weights(self) -> tuple[int, int]:
+        """Ids per element of each argument (a preference has two)."""
+        return (1 if self.match is _match_ranked else 2, 2)
+
+    def matched(self, begin: int, end: int) -> _Matched:
+        first, second = (a.slice(begin, end - begin) for a in self.arguments)
+        return self.match(first, second, self.function)
 
 
 def match_preferences(
@@ -300,35 +388,34 @@ def match_preferences(
     ranked items), numbered per row in rec's order, so a lower node is preferred by the system.
 
     A truth preference of a ranked item for itself raises ValueError naming ``function`` and
-    the item; preferences about items rec does not hold are ignored (not checked)."""
+    the item; preferences about items rec does not hold are ignored (not checked). The matching
+    runs slice by slice in ``run_preference_kernel``; the arguments' types are checked here."""
     rec, truth = combined(rec), combined(truth)
+    _one_kind(function, [_Part.of(rec[:0], rec.values),
+                         *_preference_parts(function, "truth", truth[:0])])
+    return MatchedPreferences((rec, truth), _match_ranked, function)
+
+
+def _match_ranked(rec: pa.Array, truth: pa.Array, function: str) -> _Matched:
     better, worse = _preference_parts(function, "truth", truth)
-    parts = _one_kind(function, [_Part.of(rec, rec.values), better, worse])
+    rec_part, better, worse = _one_kind(function, [_Part.of(rec, rec.values), better, worse])
     valid = _valid(rec) & _valid(truth)
-    coded, (n_rec, n_truth, _) = _coded_rows(parts, valid)
-    ranked = _items(coded, np.zeros(len(valid), dtype=np.int64), n_rec)
+    ids = _encode([rec_part, better, worse])
+    rec_row, rec_at = _elements(rec_part, valid)
+    ranked = _Lookup(rec_row, ids.codes[0][rec_at], ids.span, len(valid))
+    row, at = _elements(better, valid)
+    better_code, worse_code = ids.codes[1][at], ids.codes[2][at]
+    better_at, worse_at = ranked.find(row, better_code), ranked.find(row, worse_code)
+    considered = (better_at >= 0) & (worse_at >= 0)
+    _self_preference(function, "truth", ids, better_code, considered & (better_at == worse_at))
+    row, better_at, worse_at = row[considered], better_at[considered], worse_at[considered]
 
-    row, better_code, worse_code = _pairs(coded, n_rec, n_truth)
-    better_item = ranked.find(row, better_code, coded.span)
-    worse_item = ranked.find(row, worse_code, coded.span)
-    considered = (better_item >= 0) & (worse_item >= 0)
-    _self_preference(
-        function, "truth", coded, better_code, considered & (better_item == worse_item)
-    )
-    row, better_item, worse_item = row[considered], better_item[considered], worse_item[considered]
-
-    in_v = np.zeros(len(ranked.row), dtype=bool)
-    in_v[better_item] = in_v[worse_item] = True
-    node_of_item = np.cumsum(in_v) - 1
-    nodes = _Items(
-        ranked.dictionary, ranked.row[in_v], ranked.code[in_v],
-        *_row_starts(np.bincount(ranked.row[in_v], minlength=len(valid))),
-    )
-    edges = Edges(
-        row, node_of_item[better_item] - nodes.first[row],
-        node_of_item[worse_item] - nodes.first[row],
-    )
-    return MatchedPreferences(PreferenceRows(nodes.counts, edges, None, valid), coded, nodes)
+    in_v = np.zeros(ranked.row.size, dtype=bool)
+    in_v[better_at] = in_v[worse_at] = True
+    node, counts, first, codes = _numbered(ranked, in_v, len(valid))
+    edges = Edges(row, node[better_at], node[worse_at])
+    rows = PreferenceRows(counts, edges, None, valid)
+    return _Matched(rows, ids, codes, first)
 
 
 def match_system_preferences(
@@ -339,47 +426,68 @@ def match_system_preferences(
     row in order of first appearance (preferred items first). A self-preference in system, or
     in truth between two of the system's items, raises ValueError naming ``function``."""
     system, truth = combined(system), combined(truth)
+    _one_kind(function, [*_preference_parts(function, "system", system[:0]),
+                         *_preference_parts(function, "truth", truth[:0])])
+    return MatchedPreferences((system, truth), _match_system, function)
+
+
+def _match_system(system: pa.Array, truth: pa.Array, function: str) -> _Matched:
     parts = _one_kind(function, [
         *_preference_parts(function, "system", system),
         *_preference_parts(function, "truth", truth),
     ])
     valid = _valid(system) & _valid(truth)
-    coded, (n_system, _, n_truth, _) = _coded_rows(parts, valid)
-    span = coded.span
-    start = np.zeros(len(valid), dtype=np.int64)
-    nodes = _items(coded, start, 2 * n_system)
+    ids = _encode(parts)
+    s_row, s_at = _elements(parts[0], valid)
+    s_better, s_worse = ids.codes[0][s_at], ids.codes[1][s_at]
+    named = (s_better >= 0) & (s_worse >= 0)
+    s_row, s_better, s_worse = s_row[named], s_better[named], s_worse[named]
+    _self_preference(function, "system", ids, s_better, s_better == s_worse)
+    # Each row's system items: its preferred items, then the others.
+    order = np.argsort(np.r_[s_row, s_row], kind="stable")
+    items = _Lookup(np.r_[s_row, s_row][order], np.r_[s_better, s_worse][order], ids.span,
+                    len(valid))
+    node, counts, first, codes = _numbered(items, items.first(), len(valid))
+    system_edges = Edges(s_row, node[items.find(s_row, s_better)],
+                         node[items.find(s_row, s_worse)])
 
-    def local(row: np.ndarray, code: np.ndarray) -> np.ndarray:
-        item = nodes.find(row, code, span)
-        return np.where(item >= 0, item - nodes.first[row], -1)
-
-    s_row, s_better, s_worse = _pairs(coded, start, n_system)
-    _self_preference(function, "system", coded, s_better, s_better == s_worse)
-    system_edges = Edges(s_row, local(s_row, s_better), local(s_row, s_worse))
-    t_row, t_better, t_worse = _pairs(coded, 2 * n_system, n_truth)
-    better, worse = local(t_row, t_better), local(t_row, t_worse)
-    considered = (better >= 0) & (worse >= 0)
-    _self_preference(function, "truth", coded, t_better, considered & (t_better == t_worse))
-    truth_edges = Edges(t_row[considered], better[considered], worse[considered])
-    rows = PreferenceRows(nodes.counts, truth_edges, system_edges, valid)
-    return MatchedPreferences(rows, coded, nodes)
+    t_row, t_at = _elements(parts[2], valid)
+    t_better, t_worse = ids.codes[2][t_at], ids.codes[3][t_at]
+    better_at, worse_at = items.find(t_row, t_better), items.find(t_row, t_worse)
+    considered = (better_at >= 0) & (worse_at >= 0)
+    _self_preference(function, "truth", ids, t_better, considered & (better_at == worse_at))
+    truth_edges = Edges(t_row[considered], node[better_at[considered]],
+                        node[worse_at[considered]])
+    rows = PreferenceRows(counts, truth_edges, system_edges, valid)
+    return _Matched(rows, ids, codes, first)
 
 
 def run_preference_kernel(
     function: str, kernel: Callable[..., np.ndarray], matched: MatchedPreferences,
     **options: object,
 ) -> np.ndarray:
-    """``kernel(matched.rows, **options)``, its errors naming ``function``, and a cycle naming its
-    items: ``edrc: truth preferences have a cycle: 'x' > 'y' > 'x'``."""
-    try:
-        return kernel(matched.rows, **options)
-    except PreferenceCycleError as cycle:
-        names = matched.item_names(cycle.row, cycle.nodes)
-        raise ValueError(
-            f"{function}: {cycle.side} preferences have a cycle: " + " > ".join([*names, names[0]])
-        ) from None
-    except ValueError as error:
-        raise ValueError(f"{function}: {error}") from None
+    """``kernel`` over the matched rows, slice by slice, its errors naming ``function``, and a
+    cycle naming its items: ``edrc: truth preferences have a cycle: 'x' > 'y' > 'x'``.
+    ``options`` are scalars or one value per row."""
+    rows = len(matched.arguments[0])
+    values = np.empty(rows)
+    for begin, end in matched.slices():
+        part = matched.matched(begin, end)  # its errors name the function already
+        sliced = {
+            name: option[begin:end] if np.ndim(option) == 1 and len(option) == rows else option
+            for name, option in options.items()
+        }
+        try:
+            values[begin:end] = kernel(part.rows, **sliced)
+        except PreferenceCycleError as cycle:
+            names = part.item_names(cycle.row, cycle.nodes)
+            raise ValueError(
+                f"{function}: {cycle.side} preferences have a cycle: "
+                + " > ".join([*names, names[0]])
+            ) from None
+        except ValueError as error:
+            raise ValueError(f"{function}: {error}") from None
+    return values
 
 
 def match_ranked_grades(
@@ -395,26 +503,27 @@ def match_ranked_grades(
     parts = _as_text([_Part.of(rec, rec.values), _Part.of(truth, truth.keys)])
     parts = _one_kind(function, parts)
     valid = _valid(rec) & _valid(truth)
-    coded, (n_rec, n_truth) = _coded_rows(parts, valid)
+    ids = _encode(parts)
 
-    grade_offsets = parts[1].offsets
-    flat_grades = pc.fill_null(truth.items.cast(pa.float64()), np.nan).to_numpy(
-        zero_copy_only=False
-    )
-    truth_grade = flat_grades[gather_ranges(grade_offsets[:-1], n_truth)]
-    truth_row, key_at = coded.part(n_rec, n_truth)
-    bad = np.flatnonzero(~np.isfinite(truth_grade))
+    truth_row, key_at = _elements(parts[1], valid)
+    key_code = ids.codes[1][key_at]
+    items = _Part.of(truth, truth.items).values
+    items = items[key_at] if isinstance(key_at, slice) else items.take(pa.array(key_at))
+    grade = items.cast(pa.float64())
+    grade = pc.fill_null(grade, np.nan).to_numpy(zero_copy_only=False)
+    bad = np.flatnonzero(~np.isfinite(grade))
     if bad.size:
-        grade = truth_grade[bad[0]]
+        value = grade[bad[0]]
         raise ValueError(
-            f"{function}: the grade of item {coded.name(int(coded.codes[key_at[bad[0]]]))} in "
-            f"truth must be a finite number, got {'NULL or NaN' if np.isnan(grade) else grade}"
+            f"{function}: the grade of item {ids.name(int(key_code[bad[0]]))} in "
+            f"truth must be a finite number, got {'NULL or NaN' if np.isnan(value) else value}"
         )
 
-    ranked = _items(coded, np.zeros(len(valid), dtype=np.int64), n_rec)
-    item = ranked.find(truth_row, coded.codes[key_at], coded.span)
-    item_grade = np.full(len(ranked.row), np.nan)
-    item_grade[item[item >= 0]] = truth_grade[item >= 0]
+    rec_row, rec_at = _elements(parts[0], valid)
+    ranked = _Lookup(rec_row, ids.codes[0][rec_at], ids.span, len(valid))
+    item = ranked.find(truth_row, key_code)
+    item_grade = np.full(ranked.row.size, np.nan)
+    item_grade[item[item >= 0]] = grade[item >= 0]
     compared = ~np.isnan(item_grade)  # rec items the truth grades, in rec order
     counts = np.bincount(ranked.row[compared], minlength=len(valid))
     return RankedGrades(item_grade[compared], np.r_[0, np.cumsum(counts)].astype(np.int64), valid)

@@ -29,16 +29,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from duckrank.matching.arrays import gather_ranges
 from duckrank.matching.preferences import RankedGrades
 from duckrank.metrics.record import Metric
+
+# Rows of at most this many compared items count their pairs by comparing every pair at once,
+# padded to (rows x n x n) cells in groups of at most _PAIR_CELLS (no sort, a few vectorised
+# passes: the common case of short graded lists); longer rows sort, in O(n log n) per row.
+_PAIRWISE_ITEMS = 128
+_PAIR_CELLS = 1 << 21
 
 
 @dataclass(frozen=True)
 class _PairCounts:
-    """Per item: how many items above it in its row have a higher / an equal grade."""
+    """Per item: how many items above it in its row have a higher / an equal grade, and how many
+    items of its row have a higher / an equal grade (itself included)."""
 
     higher_above: np.ndarray
     equal_above: np.ndarray
+    higher: np.ndarray
+    equal: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -61,12 +71,17 @@ def _grade_groups(r: RankedGrades) -> _GradeGroups:
     return _GradeGroups(order, sorted_row, np.cumsum(new_group) - 1, group_start)
 
 
-def _pair_counts(r: RankedGrades) -> _PairCounts:
+def _sorted_counts(r: RankedGrades) -> _PairCounts:
     n = len(r.grades)
     row = r.row
     g = _grade_groups(r)
     equal_above = np.empty(n, dtype=np.int64)
     equal_above[g.order] = np.arange(n) - g.group_start
+    group_size = np.bincount(g.group)[g.group]
+    equal, higher = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    equal[g.order] = group_size
+    # Sorted by (row, grade), a row keeps its own index range; the higher grades end it.
+    higher[g.order] = r.offsets[g.sorted_row + 1] - g.group_start - group_size
     row_start = np.r_[True, np.diff(g.sorted_row) != 0][:n]
     first_group = np.maximum.accumulate(np.where(row_start, g.group, 0))
     dense_rank = np.empty(n, dtype=np.int64)  # of the item's grade among its row's grades
@@ -87,7 +102,55 @@ def _pair_counts(r: RankedGrades) -> _PairCounts:
         starts = np.r_[True, np.diff(key) != 0]
         ones_before -= np.maximum.accumulate(np.where(starts, ones_before, 0))
         higher_above[order] += np.where(ones == 0, ones_before, 0)
-    return _PairCounts(higher_above, equal_above)
+    return _PairCounts(higher_above, equal_above, higher, equal)
+
+
+def _pairwise_counts(r: RankedGrades, rows: np.ndarray, out: _PairCounts) -> None:
+    """The counts of the items of ``rows`` (rows sorted by their number of items), into
+    ``out``: grades padded with NaN (which compares false) to the longest row of a group."""
+    counts, offsets = r.counts, r.offsets
+    begin = 0
+    while begin < rows.size:
+        width = max(int(counts[rows[begin]]), 1)
+        end = min(rows.size, begin + max(1, _PAIR_CELLS // width**2))
+        width = max(int(counts[rows[end - 1]]), 1)  # the group's longest row
+        end = min(end, begin + max(1, _PAIR_CELLS // width**2))
+        group = rows[begin:end]
+        n = counts[group]
+        item = gather_ranges(offsets[group], n)
+        at = np.repeat(np.arange(group.size) * width, n) + item - np.repeat(offsets[group], n)
+        padded = np.full(group.size * width, np.nan)
+        padded[at] = r.grades[item]
+        padded = padded.reshape(group.size, width)
+        # [row, j, i]: item i against item j (counted along the contiguous last axis); i < j is
+        # i above j.
+        higher = padded[:, None, :] > padded[:, :, None]
+        equal = padded[:, None, :] == padded[:, :, None]
+        above = np.tri(width, k=-1, dtype=bool)
+        ones = np.ones(width, dtype=np.float32)  # counts by a matrix product: exact, and fast
+        for name, cells in (("higher", higher), ("equal", equal)):
+            getattr(out, name)[item] = (cells.astype(np.float32) @ ones).ravel()[at]
+            cells &= above
+            getattr(out, name + "_above")[item] = (cells.astype(np.float32) @ ones).ravel()[at]
+        begin = end
+
+
+def _pair_counts(r: RankedGrades) -> _PairCounts:
+    short = r.counts <= _PAIRWISE_ITEMS
+    if not short.any():
+        return _sorted_counts(r)
+    n = len(r.grades)
+    out = _PairCounts(*(np.zeros(n, dtype=np.int64) for _ in range(4)))
+    rows = np.flatnonzero(short)
+    _pairwise_counts(r, rows[np.argsort(r.counts[rows], kind="stable")], out)
+    long_rows = np.flatnonzero(~short)
+    if long_rows.size:
+        item = gather_ranges(r.offsets[long_rows], r.counts[long_rows])
+        long_counts = np.r_[0, np.cumsum(r.counts[long_rows])]
+        part = _sorted_counts(RankedGrades(r.grades[item], long_counts, r.valid[long_rows]))
+        for name in ("higher_above", "equal_above", "higher", "equal"):
+            getattr(out, name)[item] = getattr(part, name)
+    return out
 
 
 def _defined(r: RankedGrades, tied_pairs: np.ndarray) -> np.ndarray:
@@ -106,13 +169,9 @@ def _safe(denominator: np.ndarray) -> np.ndarray:
 def spearman_kernel(r: RankedGrades) -> np.ndarray:
     n = r.counts.astype(np.float64)
     row = r.row
-    g = _grade_groups(r)
-    # 1-based ascending rank of each sorted item in its row, averaged over its group of ties.
-    ordinal = np.arange(len(g.group)) - r.offsets[:-1][g.sorted_row] + 1.0
-    average = np.bincount(g.group, ordinal) / np.bincount(g.group)
-    ascending = np.empty(len(g.group))
-    ascending[g.order] = average[g.group]
-    truth_rank = n[row] + 1 - ascending  # rank 1 = the highest grade
+    counts = _pair_counts(r)
+    # Rank 1 = the highest grade; tied grades share their average rank.
+    truth_rank = counts.higher + (counts.equal + 1) / 2
     system_rank = r.position + 1.0
     mean = (n[row] + 1) / 2
     covariance = r.row_sum((system_rank - mean) * (truth_rank - mean))

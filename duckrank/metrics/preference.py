@@ -23,8 +23,9 @@ preferences: their transitive closure).
   preference between two ranked items).
 
 The kernel works on small integer node ids per row (``duckrank.matching.preferences`` maps item ids
-to them): truth ancestors and descendants are bitsets (uint64 words), filled level by
-level in topological order, every level for a whole chunk of rows in a few numpy calls.
+to them): truth ancestors are bitsets (uint64 words), filled layer by layer in topological
+order, every layer for a whole chunk of rows in a few numpy calls; descendant counts are the
+column sums of those bit matrices (docs/preference.md, "Speed").
 """
 
 from __future__ import annotations
@@ -42,37 +43,101 @@ DISCOUNTS = ("linear", "logarithmic", "exponential", "ap")
 # Bitset words held at once (ancestors, descendants and the system's, 8 bytes each): about 8 MB
 # per array, which keeps a 2,048-row batch of 1,000-item lists in a few chunks.
 _CHUNK_WORDS = 1 << 20
+# Nodes of a chunk: up to 2^16 their ids sort as 16-bit keys (a radix sort).
+_CHUNK_NODES = 1 << 16
 _ONE = np.uint64(1)
 
 
 # --- graph passes over one chunk (global node ids 0..N-1) ----------------------------------------
 
-def _order_by(key: np.ndarray) -> np.ndarray:
-    """``np.argsort(key)`` for non-negative int64 keys, through a plain sort of key * n + index
-    when that fits in 63 bits (numpy's vectorised sort is several times faster than argsort)."""
-    n = len(key)
-    if n == 0 or int(key.max()) >= (1 << 62) // n:
-        return np.argsort(key)
-    return np.sort(key * n + np.arange(n)) % n
+def _group_order(key: np.ndarray, size: int) -> np.ndarray:
+    """A stable permutation that groups ``key`` (values in 0..size-1) in ascending order: a radix
+    sort on 16-bit keys when they fit (numpy sorts int64 keys several times slower)."""
+    if size <= min(_CHUNK_NODES, 1 << 16):
+        return np.argsort(key.astype(np.uint16), kind="stable")
+    return np.argsort(key, kind="stable")
 
 
-def _levels(nodes: int, better: np.ndarray, worse: np.ndarray) -> np.ndarray:
-    """R(v) of every node (Kahn's layering: a node's layer is 1 + the longest path to it from a
-    source); 0 for the nodes that lie on or after a cycle. Duplicate edges are harmless."""
-    in_degree = np.bincount(worse, minlength=nodes)
-    children = worse[_order_by(better)]
-    first_edge = np.concatenate([[0], np.cumsum(np.bincount(better, minlength=nodes))])
-    level = np.zeros(nodes, dtype=np.int64)
-    frontier = np.flatnonzero(in_degree == 0)
-    layer = 1
-    while frontier.size:
-        level[frontier] = layer
-        starts = first_edge[frontier]
-        reached = children[gather_ranges(starts, first_edge[frontier + 1] - starts)]
-        np.subtract.at(in_degree, reached, 1)
-        frontier = np.unique(reached[in_degree[reached] == 0])
-        layer += 1
-    return level
+def _starts(counts: np.ndarray) -> np.ndarray:
+    return np.cumsum(counts) - counts
+
+
+@dataclass(frozen=True)
+class _Graph:
+    """One chunk's edges (global node ids), grouped both ways, and its topological layers.
+
+    ``layers[i]`` holds the nodes of R = i + 1 (R: 1 on sources, else 1 + the longest path from
+    a source, the paper's Algorithm 1); every edge goes from a lower layer to a higher one.
+    """
+
+    nodes: int
+    parents: np.ndarray  # the edges' better nodes, grouped by worse node
+    parent_start: np.ndarray  # per node
+    parent_count: np.ndarray
+    children: np.ndarray  # the edges' worse nodes, grouped by better node
+    child_start: np.ndarray
+    child_count: np.ndarray
+    level: np.ndarray  # R per node; 0 for a node on or after a cycle
+    layers: list[np.ndarray]
+
+    @staticmethod
+    def of(nodes: int, better: np.ndarray, worse: np.ndarray) -> _Graph:
+        parent_count = np.bincount(worse, minlength=nodes)
+        child_count = np.bincount(better, minlength=nodes)
+        parents = better[_group_order(worse, nodes)]
+        children = worse[_group_order(better, nodes)]
+        child_start = _starts(child_count)
+        # Kahn's layering: a node joins the frontier when its last parent leaves it.
+        waiting = parent_count.copy()
+        level = np.zeros(nodes, dtype=np.int64)
+        stamp = np.zeros(nodes, dtype=np.int64)
+        frontier = np.flatnonzero(waiting == 0)
+        layers = []
+        while frontier.size:
+            layers.append(frontier)
+            level[frontier] = len(layers)
+            reached = children[gather_ranges(child_start[frontier], child_count[frontier])]
+            np.subtract.at(waiting, reached, 1)
+            ready = reached[waiting[reached] == 0]
+            # A node reached from several frontier nodes is listed once (its last listing).
+            stamp[ready] = np.arange(ready.size)
+            frontier = ready[stamp[ready] == np.arange(ready.size)]
+        return _Graph(nodes, parents, _starts(parent_count), parent_count, children,
+                      child_start, child_count, level, layers)
+
+    def closure(self, sets: np.ndarray, own_word: np.ndarray, own_bit: np.ndarray,
+                ancestors: bool) -> np.ndarray:
+        """Reflexive bitsets, written into ``sets`` (nodes x words) and returned: every node's
+        own bit and those of its ancestors (or descendants).
+
+        A node's set is the OR of its parents' (children's) sets; going layer by layer (from
+        the last layer for descendants) makes each of them final before it is read. (Skipping
+        the transitively redundant edges, most of a dense graph's, was measured slower: the
+        bitset ORs are the cheap part, the per-edge bookkeeping is not.)
+        """
+        words = sets.shape[1]
+        sets.fill(0)
+        sets.ravel()[np.arange(self.nodes) * words + own_word] = own_bit
+        # Whole rows of bitsets are moved as single opaque items (several times faster than
+        # numpy's fancy indexing of a 2-d array).
+        rows = sets.view(f"V{8 * words}").ravel()
+        if ancestors:
+            layers, source, start, count = self.layers[1:], self.parents, \
+                self.parent_start, self.parent_count
+        else:
+            layers, source, start, count = self.layers[-2::-1], self.children, \
+                self.child_start, self.child_count
+        for layer in layers:
+            layer = layer[count[layer] > 0]
+            if layer.size == 0:
+                continue
+            n = count[layer]
+            read = rows.take(source[gather_ranges(start[layer], n)])
+            merged = np.bitwise_or.reduceat(read.view(np.uint64).reshape(-1, words),
+                                            _starts(n), axis=0)
+            merged.ravel()[np.arange(layer.size) * words + own_word[layer]] |= own_bit[layer]
+            rows[layer] = merged.view(rows.dtype).ravel()
+        return sets
 
 
 def _cycle(better: np.ndarray, worse: np.ndarray, level: np.ndarray) -> list[int]:
@@ -90,56 +155,43 @@ def _cycle(better: np.ndarray, worse: np.ndarray, level: np.ndarray) -> list[int
     return list(seen)[seen[node]:][::-1]
 
 
-def _closure(
-    words: int, level: np.ndarray, source: np.ndarray, target: np.ndarray, bit: np.ndarray,
-    descending: bool,
-) -> np.ndarray:
-    """Reflexive bitsets over the nodes of each row: every node's own bit, and the nodes it
-    reaches backwards along the edges source -> target (ancestors: pass better, worse and
-    ``descending=False``; descendants: worse, better and ``descending=True``).
-
-    A target's set is the OR of its sources' sets; going through the targets level by level, in
-    the direction that puts every source before its targets, makes each source final before it
-    is read.
-    """
-    nodes = len(level)
-    sets = np.zeros((nodes, words), dtype=np.uint64)
-    own_word, own_bit = bit >> 6, _ONE << (bit & 63).astype(np.uint64)
-    sets[np.arange(nodes), own_word] = own_bit
-    if source.size == 0:
-        return sets
-    target_level = level[target]
-    if descending:
-        target_level = target_level.max() - target_level
-    order = _order_by(target_level * nodes + target)
-    source, target = source[order], target[order]
-    target_level = level[target]
-    bounds = np.flatnonzero(np.diff(target_level)) + 1
-    for begin, end in zip(np.r_[0, bounds], np.r_[bounds, source.size], strict=True):
-        dst = target[begin:end]
-        group_starts = np.r_[0, np.flatnonzero(np.diff(dst)) + 1]
-        dst = dst[group_starts]
-        merged = np.bitwise_or.reduceat(sets[source[begin:end]], group_starts, axis=0)
-        merged[np.arange(dst.size), own_word[dst]] |= own_bit[dst]
-        sets[dst] = merged
-    return sets
-
-
 def _popcount(bits: np.ndarray) -> np.ndarray:
     return np.bitwise_count(bits).sum(axis=1, dtype=np.int64)
+
+
+def _holders(sets: np.ndarray, chunk: _Chunk, node_counts: np.ndarray) -> np.ndarray:
+    """For each node, how many sets of its row hold its bit: with ancestor sets, 1 + its number
+    of descendants. Counting a row's columns (its bits unpacked to bytes and summed) costs less
+    than a second closure over the edges."""
+    held = np.empty(chunk.nodes, dtype=np.int64)
+    if chunk.words == 1:  # many small rows: all at once
+        bits = np.unpackbits(sets.view(np.uint8), axis=1, bitorder="little").astype(np.int32)
+        rows = np.flatnonzero(node_counts)
+        sums = np.add.reduceat(bits, chunk.first_node[rows], axis=0)
+        for_node = np.repeat(rows, node_counts[rows])
+        held[:] = sums[np.searchsorted(rows, for_node), np.arange(chunk.nodes) -
+                       chunk.first_node[for_node]]
+        return held
+    for first, n in zip(chunk.first_node.tolist(), node_counts.tolist(), strict=True):
+        if n:
+            bits = sets[first:first + n, : (n + 63) // 64].view(np.uint8)
+            held[first:first + n] = np.unpackbits(bits, axis=1, bitorder="little").sum(
+                axis=0, dtype=np.int64)[:n]
+    return held
 
 
 def _count_below_own_bit(sets: np.ndarray, bit: np.ndarray) -> np.ndarray:
     """For each node, how many set bits lie strictly below its own bit (the nodes earlier in the
     system's ranked order)."""
-    if sets.shape[1] == 0:
-        return np.zeros(len(bit), dtype=np.int64)
-    per_word = np.bitwise_count(sets).astype(np.int64)
-    before_word = np.cumsum(per_word, axis=1) - per_word
+    nodes, words = sets.shape
+    # Bits per word, summed over the words below each node's own: word-major, so that the
+    # running sum runs over whole rows of nodes at a time.
+    before_word = np.zeros((words + 1, nodes), dtype=np.int32)
+    np.cumsum(np.bitwise_count(sets).T, axis=0, out=before_word[1:])
     word, offset = bit >> 6, (bit & 63).astype(np.uint64)
-    rows = np.arange(len(bit))
-    partial = sets[rows, word] & ((_ONE << offset) - _ONE)
-    return before_word[rows, word] + np.bitwise_count(partial).astype(np.int64)
+    rows = np.arange(nodes)
+    partial = sets.ravel()[rows * words + word] & ((_ONE << offset) - _ONE)
+    return before_word[word, rows] + np.bitwise_count(partial)
 
 
 @dataclass(frozen=True)
@@ -153,32 +205,59 @@ class _Chunk:
 
 
 def _chunks(node_counts: np.ndarray) -> list[_Chunk]:
-    """Group rows, sorted by size, into chunks of at most about _CHUNK_WORDS bitset words."""
+    """Group rows, sorted by size, into chunks of at most about _CHUNK_WORDS bitset words and
+    _CHUNK_NODES nodes (beyond that, one row's own size)."""
     order = np.argsort(node_counts, kind="stable")
     counts = node_counts[order]
     words = (counts + 63) // 64
     # Sorted by size, each row's cost with its own width bounds the chunk's cost.
-    chunk_of = np.cumsum(counts * words) // _CHUNK_WORDS
+    cost = np.maximum(counts * words / _CHUNK_WORDS, counts / _CHUNK_NODES)
+    chunk_of = np.floor(np.cumsum(cost)).astype(np.int64)
     bounds = np.r_[0, np.flatnonzero(np.diff(chunk_of)) + 1, len(order)]
     chunks = []
     for begin, end in zip(bounds[:-1], bounds[1:], strict=True):
         part = counts[begin:end]
-        chunks.append(
-            _Chunk(
-                rows=order[begin:end],
-                first_node=np.r_[0, np.cumsum(part)[:-1]].astype(np.int64),
-                nodes=int(part.sum()),
-                words=int(words[end - 1]) if end > begin else 0,
-            )
-        )
+        if end > begin and part[-1] > 0:
+            chunks.append(_Chunk(
+                rows=order[begin:end], first_node=_starts(part), nodes=int(part.sum()),
+                words=int(words[end - 1]),
+            ))
     return chunks
 
 
-def _chunk_edges(edges: Edges, chunk: _Chunk, position: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The chunk's edges as global node ids."""
-    take = position[edges.row] >= 0
-    offset = chunk.first_node[position[edges.row[take]]]
-    return offset + edges.better[take], offset + edges.worse[take]
+class _Space:
+    """Two bitset buffers reused by every chunk of a call: fresh large arrays cost a page fault
+    per 4 kB on every chunk."""
+
+    def __init__(self, size: int) -> None:
+        self.buffers = [np.empty(size, dtype=np.uint64) for _ in range(2)]
+
+    def bitsets(self, i: int, chunk: _Chunk) -> np.ndarray:
+        return self.buffers[i][: chunk.nodes * chunk.words].reshape(chunk.nodes, chunk.words)
+
+
+@dataclass(frozen=True)
+class _RowEdges:
+    """A batch's edges (grouped by row, in row order) and each row's range among them."""
+
+    edges: Edges
+    start: np.ndarray
+    count: np.ndarray
+
+    @staticmethod
+    def of(edges: Edges, n_rows: int) -> _RowEdges:
+        if edges.row.size and (np.diff(edges.row) < 0).any():
+            order = np.argsort(edges.row, kind="stable")
+            edges = Edges(edges.row[order], edges.better[order], edges.worse[order])
+        count = np.bincount(edges.row, minlength=n_rows)
+        return _RowEdges(edges, _starts(count), count)
+
+    def of_chunk(self, chunk: _Chunk) -> tuple[np.ndarray, np.ndarray]:
+        """The chunk's edges as global node ids."""
+        count = self.count[chunk.rows]
+        at = gather_ranges(self.start[chunk.rows], count)
+        offset = np.repeat(chunk.first_node, count)
+        return offset + self.edges.better[at], offset + self.edges.worse[at]
 
 
 def _discount(rank: np.ndarray, kind: np.ndarray) -> np.ndarray:
@@ -217,17 +296,14 @@ def edrc_kernel(
         raise ValueError(f"likelihood must lie in [0, 1]; got {float(likelihood[bad][0])}")
 
     node_counts = np.where(valid, rows.node_counts, 0)
+    truth = _RowEdges.of(rows.truth, n_rows)
+    system = None if rows.system is None else _RowEdges.of(rows.system, n_rows)
     numerator = np.zeros(n_rows)
     normaliser = np.zeros(n_rows)
-    position = np.full(n_rows, -1)
-    for chunk in _chunks(node_counts):
-        position[:] = -1
-        position[chunk.rows[node_counts[chunk.rows] > 0]] = np.flatnonzero(
-            node_counts[chunk.rows] > 0
-        )
-        row_of_node = np.repeat(np.arange(len(chunk.rows)), node_counts[chunk.rows])
-        bit = np.arange(chunk.nodes) - chunk.first_node[row_of_node]
-        scores = _chunk_scores(rows, chunk, position, row_of_node, bit, kind, likelihood)
+    chunks = _chunks(node_counts)
+    space = _Space(max((c.nodes * c.words for c in chunks), default=0))
+    for chunk in chunks:
+        scores = _chunk_scores(truth, system, chunk, node_counts, kind, likelihood, space)
         if scores is not None:
             node_rows, c_over_d, w_over_d = scores
             numerator[chunk.rows] += np.bincount(node_rows, c_over_d, len(chunk.rows))
@@ -236,45 +312,45 @@ def edrc_kernel(
     return np.where(defined, 2.0 * numerator / np.where(defined, normaliser, 1.0) - 1.0, np.nan)
 
 
-def _graph(
-    edges: Edges, chunk: _Chunk, position: np.ndarray, side: str,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The chunk's distinct edges and the level of every node; raises on a cycle."""
-    better, worse = _chunk_edges(edges, chunk, position)
-    level = _levels(chunk.nodes, better, worse)
-    has_edge = np.zeros(chunk.nodes, dtype=bool)
-    has_edge[better] = has_edge[worse] = True
-    if (has_edge & (level == 0)).any():
-        cycle = _cycle(better, worse, level)
+def _graph(edges: _RowEdges, chunk: _Chunk, side: str) -> tuple[_Graph, np.ndarray, np.ndarray]:
+    """The chunk's graph and its edges (global node ids); raises on a cycle."""
+    better, worse = edges.of_chunk(chunk)
+    graph = _Graph.of(chunk.nodes, better, worse)
+    placed = sum(layer.size for layer in graph.layers)
+    if placed < chunk.nodes:  # Kahn's layering stops at a cycle
+        cycle = _cycle(better, worse, graph.level)
         chunk_row = int(np.searchsorted(chunk.first_node, cycle[0], side="right") - 1)
         local = [int(v - chunk.first_node[chunk_row]) for v in cycle]
         raise PreferenceCycleError(side, int(chunk.rows[chunk_row]), local)
-    return better, worse, level
+    return graph, better, worse
 
 
 def _chunk_scores(
-    rows: PreferenceRows, chunk: _Chunk, position: np.ndarray, row_of_node: np.ndarray,
-    bit: np.ndarray, kind: np.ndarray, likelihood: np.ndarray,
+    truth: _RowEdges, system: _RowEdges | None, chunk: _Chunk, node_counts: np.ndarray,
+    kind: np.ndarray, likelihood: np.ndarray, space: _Space,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Per non-source node of V: its chunk row, C(v) / D(v) and |W(v)| / D(v)."""
-    better, worse, level = _graph(rows.truth, chunk, position, "truth")
+    graph, better, worse = _graph(truth, chunk, "truth")
     if better.size == 0:
         return None
+    row_of_node = np.repeat(np.arange(len(chunk.rows)), node_counts[chunk.rows])
+    bit = np.arange(chunk.nodes) - chunk.first_node[row_of_node]
+    own_word, own_bit = bit >> 6, _ONE << (bit & 63).astype(np.uint64)
     # Reflexive sets: each holds its own node, taken off the counts below.
-    ancestors = _closure(chunk.words, level, better, worse, bit, descending=False)
-    descendants = _closure(chunk.words, level, worse, better, bit, descending=True)
-    above, below = _popcount(ancestors) - 1, _popcount(descendants) - 1
+    ancestors = graph.closure(space.bitsets(0, chunk), own_word, own_bit, ancestors=True)
+    below = _holders(ancestors, chunk, node_counts[chunk.rows]) - 1
+    above = _popcount(ancestors) - 1
 
-    if rows.system is None:
+    if system is None:
         agree = _count_below_own_bit(ancestors, bit)
         unordered = np.zeros_like(agree)
     else:
-        s_better, s_worse, s_level = _graph(rows.system, chunk, position, "system")
-        s_ancestors = _closure(chunk.words, s_level, s_better, s_worse, bit, descending=False)
-        agree = _popcount(ancestors & s_ancestors) - 1
-        del s_ancestors
-        s_descendants = _closure(chunk.words, s_level, s_worse, s_better, bit, descending=True)
-        unordered = above - agree - (_popcount(ancestors & s_descendants) - 1)
+        s_graph, _, _ = _graph(system, chunk, "system")
+        agree = _popcount(
+            ancestors & s_graph.closure(space.bitsets(1, chunk), own_word, own_bit, True)
+        ) - 1
+        s_below = s_graph.closure(space.bitsets(1, chunk), own_word, own_bit, False)
+        unordered = above - agree - (_popcount(ancestors & s_below) - 1)
 
     in_v = np.zeros(chunk.nodes, dtype=bool)
     in_v[better] = in_v[worse] = True
@@ -285,7 +361,7 @@ def _chunk_scores(
     w_size = v_size[node_rows] - 1 - below[scored]
     unknown = w_size - above[scored]
     c = agree[scored] + likelihood[batch_rows] * unordered[scored] + 0.5 * unknown
-    d = _discount(level[scored], kind[batch_rows])
+    d = _discount(graph.level[scored], kind[batch_rows])
     return node_rows, c / d, w_size / d
 
 

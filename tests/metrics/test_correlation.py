@@ -16,6 +16,7 @@ from conftest import scalar as value
 from scipy import stats
 
 import duckrank
+import duckrank.metrics.correlation as correlation
 
 FUNCTIONS = ("spearman", "kendall_tau", "ap_correlation", "fcp")
 TABLE2 = "MAP {'A': 5, 'B': 4, 'C': 3, 'D': 2}"
@@ -198,3 +199,35 @@ def test_a_grade_that_is_not_a_finite_number_is_an_error_naming_the_item(con, gr
     with pytest.raises(duckdb.Error, match="spearman: the grade of item 'b' in truth must be a "
                        "finite number"):
         value(con, f"SELECT spearman(['a', 'b'], map(['a', 'b'], [1.0, {grade}]))")
+
+
+@pytest.mark.parametrize("pairwise_items", [0, 3, 128], ids=["sorted", "mixed", "pairwise"])
+def test_both_pair_counts_give_scipy_and_brute_force(con, monkeypatch, pairwise_items):
+    # Rows of up to _PAIRWISE_ITEMS compared items compare every pair at once; longer rows sort.
+    # Expected values: scipy (spearman, kendall_tau) and brute_pairs (fcp, tau_ap); rows of up
+    # to 180 items, so that the default limit (128) splits them too.
+    monkeypatch.setattr(correlation, "_PAIRWISE_ITEMS", pairwise_items)
+    rng = random.Random(17)
+    cases = []
+    for _ in range(60):
+        pool = rng.randint(0, 180)
+        rec = rng.sample(range(pool + 5), rng.randint(0, pool + 5))
+        graded = rng.sample(range(pool + 5), rng.randint(0, pool + 5))
+        levels = rng.choice([2, 5, 1000])
+        cases.append((rec, {item: float(rng.randrange(levels)) for item in graded}))
+    results = {function: run(con, function, cases) for function in FUNCTIONS}
+    for i, (rec, truth) in enumerate(cases):
+        grades = compared_grades(rec, truth)
+        if not defined(grades):
+            assert all(results[f][i] is None for f in FUNCTIONS)
+            continue
+        negated = [-g for g in grades]
+        concordant, discordant, ap_sum = brute_pairs(grades)
+        expected = {
+            "spearman": stats.spearmanr(range(len(grades)), negated).statistic,
+            "kendall_tau": stats.kendalltau(range(len(grades)), negated).statistic,
+            "ap_correlation": 2 / (len(grades) - 1) * ap_sum - 1,
+            "fcp": concordant / (concordant + discordant),
+        }
+        for function in FUNCTIONS:
+            assert results[function][i] == pytest.approx(expected[function], abs=1e-12)

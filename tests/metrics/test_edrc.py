@@ -13,10 +13,20 @@ import random
 from fractions import Fraction
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 import pytest
 from conftest import scalar as value
 
 import duckrank
+import duckrank.matching.preferences as match_module
+import duckrank.metrics.preference as preference_module
+from duckrank.matching.preferences import (
+    match_preferences,
+    match_system_preferences,
+    run_preference_kernel,
+)
+from duckrank.metrics.preference import edrc_kernel
 
 TABLE1_TRUTH = [("A", "C"), ("A", "D"), ("A", "E"), ("C", "D"), ("B", "D")]
 TABLE1_PREDICTION = [("C", "A"), ("C", "B"), ("C", "D"), ("A", "E"), ("B", "E"), ("D", "E")]
@@ -400,3 +410,104 @@ def test_options_may_vary_per_row(con):
     ).fetchall()
     assert dict(rows) == pytest.approx({
         "linear": 6 / 29, "exponential": 1 / 6, "ap": hand_table1_ranked(lambda r: r - 1)})
+
+
+# --- the fast paths agree with the reference ------------------------------------------------------
+# Expected values: reference_edrc above. The matching step numbers ids without hashing when they
+# are integers of a small range and looks them up in a direct-address table, in groups of rows
+# when the table would be large, and through Arrow's hash tables when even one row's would be;
+# the kernel works in chunks of rows and sorts 16-bit node ids while a chunk has few nodes. The
+# limits are lowered here so that small cases take every path.
+
+ID_KINDS = {
+    "small integers": (pa.int64(), lambda x: x),
+    "wide integers": (pa.int64(), lambda x: x * 10**12 - 5 * 10**12),  # dictionary-encoded
+    "UBIGINT above int64": (pa.uint64(), lambda x: 2**63 + x),
+    "text": (pa.string(), lambda x: f"item {x}"),
+}
+
+
+def arrow_pairs(rows: list[list[tuple]], id_type: pa.DataType) -> pa.Array:
+    struct = pa.struct([("better", id_type), ("worse", id_type)])
+    return pa.array([[{"better": a, "worse": b} for a, b in r] for r in rows],
+                    type=pa.list_(struct))
+
+
+@pytest.mark.parametrize("entries", [1 << 21, 64, 4], ids=["one table", "groups", "hashed"])
+@pytest.mark.parametrize("kind", list(ID_KINDS))
+def test_every_matching_path_gives_the_reference(monkeypatch, entries, kind):
+    monkeypatch.setattr(match_module, "_TABLE_ENTRIES", entries)
+    id_type, to_id = ID_KINDS[kind]
+    rng = random.Random(entries + len(kind))
+    recs, truths, systems = [], [], []
+    for _ in range(40):
+        pool = rng.randint(2, 12)
+        rec = rng.sample(range(pool + 3), rng.randint(0, pool + 3))
+        recs.append([to_id(x) for x in rec] + ([to_id(rec[0])] if rec else []))  # a repeat
+        truths.append([(to_id(a), to_id(b)) for a, b in random_dag(rng, pool + 3, 20)])
+        systems.append([(to_id(a), to_id(b)) for a, b in random_dag(rng, pool + 3, 12)])
+    rec_arrow = pa.array(recs, type=pa.list_(id_type))
+    truth_arrow, system_arrow = arrow_pairs(truths, id_type), arrow_pairs(systems, id_type)
+    ranked = run_preference_kernel(
+        "edrc", edrc_kernel, match_preferences(rec_arrow, truth_arrow, "edrc"))
+    given = run_preference_kernel(
+        "edrc_preferences", edrc_kernel,
+        match_system_preferences(system_arrow, truth_arrow, "edrc_preferences"))
+    for i, (rec, truth, system) in enumerate(zip(recs, truths, systems, strict=True)):
+        for got, expected in ((ranked[i], reference_edrc(rec, truth)),
+                              (given[i], reference_edrc(None, truth, system_pairs=system))):
+            if expected is None:
+                assert math.isnan(got), (rec, truth, system)
+            else:
+                assert got == pytest.approx(expected, abs=1e-12), (rec, truth, system)
+
+
+def test_small_chunks_and_wide_node_ids_give_the_reference(monkeypatch):
+    # A chunk of one row with more nodes than _CHUNK_NODES sorts its node ids as int64.
+    monkeypatch.setattr(preference_module, "_CHUNK_NODES", 8)
+    monkeypatch.setattr(preference_module, "_CHUNK_WORDS", 2)
+    rng = random.Random(21)
+    cases = []
+    for _ in range(30):
+        pool = rng.randint(2, 90)
+        cases.append((rng.sample(range(pool), pool), random_dag(rng, pool, rng.randint(0, 120))))
+    got = run_preference_kernel("edrc", edrc_kernel, match_preferences(
+        pa.array([c[0] for c in cases]), arrow_pairs([c[1] for c in cases], pa.int64()), "edrc"))
+    for (rec, truth), result in zip(cases, got, strict=True):
+        expected = reference_edrc(rec, truth, "linear")
+        if expected is None:
+            assert math.isnan(result)
+        else:
+            assert result == pytest.approx(expected, abs=1e-12), (rec, truth)
+
+
+def test_a_cycle_found_in_a_later_chunk_names_its_own_row(monkeypatch):
+    monkeypatch.setattr(preference_module, "_CHUNK_WORDS", 1)  # a chunk per row
+    rec = pa.array([["a", "b"], ["p", "q", "r"], ["x", "y"]])
+    truth = arrow_pairs([[("a", "b")], [("p", "q"), ("q", "r")],
+                         [("x", "y"), ("y", "x")]], pa.string())
+    with pytest.raises(ValueError, match="edrc: truth preferences have a cycle: '(x' > 'y|y' > "
+                                         "'x)'"):
+        run_preference_kernel("edrc", edrc_kernel, match_preferences(rec, truth, "edrc"))
+
+
+def test_rows_matched_in_slices_give_the_reference(monkeypatch):
+    # Batches are matched and scored slice by slice of rows (memory stays bounded); per-row
+    # options follow their rows, and Arrow arrays that are themselves slices work.
+    monkeypatch.setattr(match_module, "_SLICE_IDS", 16)
+    rng = random.Random(31)
+    cases = []
+    for _ in range(40):
+        pool = rng.randint(2, 10)
+        cases.append((rng.sample(range(pool), pool), random_dag(rng, pool, rng.randint(0, 12))))
+    discounts = [rng.choice(["linear", "ap", "exponential"]) for _ in cases]
+    rec = pa.array([[99]] + [c[0] for c in cases])[1:]
+    truth = arrow_pairs([[(98, 99)]] + [c[1] for c in cases], pa.int64())[1:]
+    got = run_preference_kernel("edrc", edrc_kernel, match_preferences(rec, truth, "edrc"),
+                                discount=np.array(discounts, dtype=object))
+    for (ranked, truth_pairs), discount, result in zip(cases, discounts, got, strict=True):
+        expected = reference_edrc(ranked, truth_pairs, discount)
+        if expected is None:
+            assert math.isnan(result)
+        else:
+            assert result == pytest.approx(expected, abs=1e-12), (ranked, truth_pairs, discount)
