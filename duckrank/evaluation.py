@@ -8,10 +8,12 @@ tied item kept; ties in score broken by item, descending, which is trec_eval's o
 qrels become the truth, then each requested metric is the SQL function of the same name.
 
 Metric requests are written ``name[(option=value, ...)][@k]`` (``ndcg@10``, ``map@100``,
-``ndcg(gain=linear)@10``). Names, aliases, options and their choices come from the metric records
-(``duckrank.metrics``), so every metric in the registry is available without code here; two
-options belong to the evaluation itself: ``relevance=binary|graded`` (which reading of graded
-qrels) and ``min_grade=G`` (relevant means grade >= G in the binary reading).
+``ndcg(gain=linear)@10``); a list or range of cut-offs is one request per cut-off
+(``ndcg@1,5,10``, ``recall@1..100``, ``expand_metric``). Names, aliases, options and their
+choices come from the metric records (``duckrank.metrics``), so every metric in the registry
+is available without code here; two options belong to the evaluation itself:
+``relevance=binary|graded`` (which reading of graded qrels) and ``min_grade=G`` (relevant means
+grade >= G in the binary reading).
 
 Memory stays flat in the number of queries: the query ids are split into ranges of about
 ``ROWS_PER_BUCKET`` input rows (from a sample of the run) and the lists are built, matched and
@@ -31,7 +33,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,6 +129,54 @@ MIN_GRADE = Option("min_grade", 1, "relevant means grade >= min_grade (binary re
 GRADED_LABEL_OPTIONS = ("gain",)
 
 
+@dataclass(frozen=True)
+class Convention:
+    """How an evaluation reads what the metrics leave open (docs/trec_eval.md sets duckrank's
+    and trec_eval's side by side).
+
+    ``options``: option values per function where the request sets none; ``undefined_as_zero``:
+    a judged query whose value is undefined (NULL: no relevant item, an empty list) scores 0 and
+    counts in the mean, instead of being left out of it; ``float_scores``: scores compared as
+    single-precision floats (trec_eval keeps a C float: scores equal in their first 7 digits
+    tie, then the item id decides); ``relevant``: the binary reading's test of a grade ``g``
+    without ``min_grade``; ``full_ideal``: functions whose ideal ranking, without a cut-off,
+    holds every relevant item (trec_eval's ndcg) rather than as many as the list is long."""
+
+    name: str
+    options: Mapping[str, Mapping[str, str]]
+    undefined_as_zero: bool = False
+    float_scores: bool = False
+    relevant: str = "g > 0"
+    full_ideal: tuple[str, ...] = ()
+
+
+CONVENTIONS = {
+    "duckrank": Convention("duckrank", {}),
+    "trec_eval": Convention(
+        "trec_eval",
+        {"precision_at": {"denominator": "k"}, "ndcg": {"gain": "linear"},
+         "dcg": {"gain": "linear"}},
+        undefined_as_zero=True, float_scores=True, relevant="g >= 1", full_ideal=("ndcg",),
+    ),
+}
+# C's FLT_MAX: a larger score is an infinite float (DuckDB's cast to FLOAT refuses it).
+FLT_MAX = 3.4028234663852886e38
+
+
+def convention_named(name: str, spelling: Spelling = PYTHON) -> Convention:
+    """The convention called ``name``; an unknown name is an error naming the argument."""
+    if name not in CONVENTIONS:
+        raise ValueError(f"{spelling.argument('convention', name)}: the conventions are "
+                         f"{', '.join(CONVENTIONS)}")
+    return CONVENTIONS[name]
+
+
+def float_score_sql(score: str) -> str:
+    """``score`` as trec_eval keeps it: a C float (beyond FLT_MAX, an infinite one)."""
+    return (f"CASE WHEN {score} > {FLT_MAX!r} THEN 'inf'::FLOAT "
+            f"WHEN {score} < -{FLT_MAX!r} THEN '-inf'::FLOAT ELSE CAST({score} AS FLOAT) END")
+
+
 def _truth_form(metric: Metric) -> str | None:
     """'list' for a LIST of relevant item ids, 'map' for a MAP item -> grade, None for a truth
     that qrels cannot give."""
@@ -185,6 +235,15 @@ class MetricRequest:
             )
         return wanted
 
+    def with_defaults(self, defaults: Mapping[str, str]) -> MetricRequest:
+        """The request with ``defaults`` (option -> value) for the options it does not set and
+        its function takes."""
+        known = {o.name: o for m in self.overloads for o in m.options}
+        given = {name for name, _ in self.options}
+        added = tuple((name, _option_value(self.label, known[name], value))
+                      for name, value in defaults.items() if name in known and name not in given)
+        return replace(self, options=self.options + added) if added else self
+
     def rewritten(self, **changes: str) -> str:
         """The request as written with options added or replaced (``max_grade='5'``)."""
         options = dict(self.written_options) | changes
@@ -199,11 +258,12 @@ class MetricRequest:
         ``ndcg(gain=exponential)@10``)."""
         if not graded or self.truth_form(graded) != "map":
             return self.label
-        given = {name for name, _ in self.options}
+        # The value in force: the request's, a convention's, or the function's default.
+        written, values = dict(self.written_options), dict(self.options)
         added = {
-            o.name: str(o.default)
+            o.name: str(values.get(o.name, o.default))
             for m in self.overloads if _truth_form(m) == "map"
-            for o in m.options if o.name in GRADED_LABEL_OPTIONS and o.name not in given
+            for o in m.options if o.name in GRADED_LABEL_OPTIONS and o.name not in written
         }
         return self.rewritten(**added) if added else self.label
 
@@ -235,6 +295,55 @@ def _option_value(label: str, option: Option, text: str) -> str | int | float:
         raise ValueError(f"metric {label!r}: option {option.name} must be a finite number, got "
                          f"{text!r}")
     return value
+
+
+# The most cut-offs one request may expand to (``recall@1..1000`` is 1,000 columns).
+MAX_CUTOFFS = 10_000
+_CUTOFF_ITEM = re.compile(r"^(?P<low>\d+)(?:\.\.(?P<high>\d+))?$")
+
+
+def expand_metric(text: str) -> list[str]:
+    """One request per cut-off: ``ndcg@1,5,10`` -> ``ndcg@1``, ``ndcg@5``, ``ndcg@10`` and
+    ``recall@1..100`` -> ``recall@1`` ... ``recall@100`` (items combine: ``P@1,5..7``), in the
+    order written; options are kept as written (``ndcg(gain=linear)@5,10``). Any other request
+    is returned as it is."""
+    match = _REQUEST.match(text)
+    if match is None or match["k"] is None or not re.search(r",|\.\.", match["k"]):
+        return [text]
+    prefix = text[:match.start("k")]
+    cutoffs: list[int] = []
+    seen: set[int] = set()
+    for item in match["k"].split(","):
+        found = _CUTOFF_ITEM.match(item)
+        if found is None:
+            raise ValueError(
+                f"metric {text!r}: cannot read the cut-off {item!r}; write a list of positive "
+                "integers and ranges, e.g. ndcg@1,5,10 or recall@1..100"
+            )
+        low = int(found["low"])
+        high = low if found["high"] is None else int(found["high"])
+        if low < 1 or high < low:
+            raise ValueError(
+                f"metric {text!r}: the cut-off {item!r} is not a positive integer or a range "
+                "low..high with 1 <= low <= high"
+            )
+        if len(cutoffs) + high - low + 1 > MAX_CUTOFFS:
+            raise ValueError(f"metric {text!r}: more than {MAX_CUTOFFS:,} cut-offs")
+        for k in range(low, high + 1):
+            if k in seen:
+                raise ValueError(f"metric {text!r}: the cut-off {k} is given twice")
+            seen.add(k)
+            cutoffs.append(k)
+    return [f"{prefix}{k}" for k in cutoffs]
+
+
+def parse_metrics(texts: Sequence[str],
+                  convention: Convention = CONVENTIONS["duckrank"]) -> list[MetricRequest]:
+    """``parse_metric`` of every request after ``expand_metric``, repeated requests once, with
+    the ``convention``'s option values where a request sets none."""
+    requests = (parse_metric(one) for text in texts for one in expand_metric(text))
+    return list({r.label: r.with_defaults(convention.options.get(r.name, {}))
+                 for r in requests}.values())
 
 
 def parse_metric(text: str) -> MetricRequest:
@@ -697,7 +806,8 @@ def _plan_metrics(
 
 
 def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_Metric],
-                truths: Sequence[_Truth], bucket: _Bucket) -> tuple[str, dict[str, Any]]:
+                truths: Sequence[_Truth], bucket: _Bucket,
+                convention: Convention) -> tuple[str, dict[str, Any]]:
     """The CTEs ranked, judged and scored of one range of query ids, and their parameters."""
     params: dict[str, Any] = dict(bucket.params)
 
@@ -712,23 +822,31 @@ def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_
             # A negative grade (TREC's -2 for spam) is non-relevant: gain 0, as in trec_eval.
             sql = "map_from_entries(list({'key': i, 'value': greatest(g, 0)::DOUBLE}))"
         else:
-            relevant = ("g > 0" if truth.min_grade is None
+            relevant = (convention.relevant if truth.min_grade is None
                         else f"g >= {parameter(truth.min_grade)}")
             sql = f"coalesce(list(i) FILTER (WHERE {relevant}), list(i)[1:0])"
         judged.append(f",\n         {sql} AS {truth.name}")
+    graded = {truth.name: truth.graded for truth in truths}
     calls = []
     for index, metric in enumerate(metrics):
         request = metric.request
         arguments = ["duckrank_rec", metric.truth]
         named = ([("k", request.k)] if request.k is not None else []) + list(request.options)
         arguments += [f"{quote_identifier(name)} := {parameter(value)}" for name, value in named]
+        if request.k is None and request.name in convention.full_ideal:
+            size = "cardinality" if graded[metric.truth] else "len"
+            arguments.append(f"k := greatest(len(duckrank_rec), {size}({metric.truth}))")
         call = f"{quote_identifier(request.name)}({', '.join(arguments)})"
+        if convention.undefined_as_zero:
+            call = f"coalesce({call}, 0)"
         calls.append(f"CASE WHEN duckrank_judged THEN {call} END AS duckrank_m{index}")
+    key = (float_score_sql(c.run_key) if convention.float_scores and not c.run_key.startswith("-")
+           else c.run_key)
     by_select = c.by_select
     sql = f"""
 WITH ranked AS (
   SELECT {by_select}{c.run_query} AS duckrank_query,
-         to_ordered_list({c.run_item}, {c.run_key}, '-reverse') AS duckrank_rec
+         to_ordered_list({c.run_item}, {key}, '-reverse') AS duckrank_rec
   FROM {run_view}
   WHERE {c.run_query} IS NOT NULL AND {c.run_item} IS NOT NULL AND {c.run_key} IS NOT NULL
     AND {bucket.where(c.run_query, c.query_type)}
@@ -803,6 +921,7 @@ def evaluation(
     ids: str = "typed",
     spelling: Spelling = PYTHON,
     glob: bool = False,
+    convention: str = "duckrank",
 ) -> Iterator[Result]:
     """The evaluation on ``con`` (which must have duckrank registered), valid inside the
     ``with`` block: one row per ``by`` group (one row in all without ``by``) with the counts of
@@ -815,7 +934,8 @@ def evaluation(
     if ids not in ID_MODES:
         raise ValueError(f"{spelling.argument('ids')} must be one of {', '.join(ID_MODES)}, got "
                          f"{ids!r}")
-    requests = list({r.label: r for r in map(parse_metric, metrics)}.values())
+    rules = convention_named(convention, spelling)
+    requests = parse_metrics(metrics, rules)
     if not requests:
         raise ValueError("no metric requested: name at least one, e.g. ndcg@10")
     registered: list[str] = []
@@ -869,7 +989,7 @@ def evaluation(
             def queries() -> Iterator[tuple[str, dict[str, Any]]]:
                 for bucket in buckets:
                     sql, params = _scored_sql(run_view, qrels_view, c, metric_columns, truths,
-                                              bucket)
+                                              bucket, rules)
                     yield (
                         f"{sql}\nSELECT {c.by_select}duckrank_query AS "
                         f"{query_label}, {metric_select} FROM scored WHERE duckrank_judged "
@@ -884,7 +1004,8 @@ def evaluation(
             for i in range(len(metric_columns))
         )
         for bucket in buckets:
-            sql, params = _scored_sql(run_view, qrels_view, c, metric_columns, truths, bucket)
+            sql, params = _scored_sql(run_view, qrels_view, c, metric_columns, truths, bucket,
+                                      rules)
             con.execute(
                 f"INSERT INTO {partials} BY NAME {sql}\n"
                 f"SELECT {c.by_select}count(*) FILTER (WHERE duckrank_judged) AS scored, "
@@ -928,6 +1049,7 @@ def evaluate(
     qrels_columns: Mapping[str, str] | None = None,
     ids: str = "typed",
     glob: bool = False,
+    convention: str = "duckrank",
     connection: duckdb.DuckDBPyConnection | None = None,
 ) -> pandas.DataFrame:
     """Score ``run`` against ``qrels`` and return a pandas DataFrame with one column per metric.
@@ -952,6 +1074,12 @@ def evaluate(
     that take one, and the column says so (``ndcg@10`` -> ``ndcg(gain=exponential)@10``);
     ``ndcg(relevance=binary)@10`` or ``ndcg(min_grade=2)@10`` ask for the binary reading. Binary
     metrics get the items with grade > 0 (or >= ``min_grade``).
+
+    ``convention="trec_eval"`` reads what the metrics leave open as trec_eval does
+    (``CONVENTIONS``; docs/trec_eval.md): precision divides by k, ndcg gains are the grades, a
+    judged query whose value is undefined (no relevant item) scores 0 and counts in the mean,
+    scores tie when equal as single-precision floats, relevant means grade >= 1, and ndcg
+    without a cut-off ranks every relevant item in its ideal list.
     """
     from duckrank.engines.duckdb import connect, register
 
@@ -967,7 +1095,7 @@ def evaluate(
     con = register(connection) if connection is not None else connect()
     try:
         with evaluation(con, run, qrels, metrics, by or (), per_user, names, ids,
-                        glob=glob) as result:
+                        glob=glob, convention=convention) as result:
             return result.df()
     finally:
         if connection is None:

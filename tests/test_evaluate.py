@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 import duckrank
-from duckrank.evaluation import COUNT_COLUMNS, known_metric_names, parse_metric
+from duckrank.evaluation import COUNT_COLUMNS, known_metric_names, parse_metric, parse_metrics
 from duckrank.metrics import METRICS, by_name
 
 GUIDE = {  # the guide's table: top-4 (max_k) and top-2
@@ -152,6 +152,9 @@ def test_every_usable_metric_in_the_registry_runs_from_its_name() -> None:
             f"SELECT {parsed.name}(['1', '3', '2', '6'], {truth}{k})"
         ).fetchall()[0][0]
         value = result[request][0]
+        if isinstance(direct, str):  # trec_eval's relstring
+            assert value == direct, request
+            continue
         assert (value is None or math.isnan(value)) if direct is None else (
             value == pytest.approx(float(direct), abs=1e-12)
         ), request
@@ -264,8 +267,8 @@ def test_binary_qrels_keep_the_label_as_written() -> None:
     ("request_text", "message"),
     [
         ("ndcg(gain=linear,gain=exponential)@10", "option gain is given twice"),
-        ("map(relevance=graded)", "unknown option 'relevance=graded'; average_precision takes: "
-                                  "min_grade"),
+        # relevance= picks between a LIST and a MAP form: spearman has only the MAP one.
+        ("spearman(relevance=graded)", "unknown option 'relevance=graded'; spearman takes: none"),
         ("spearman(min_grade=1)", "unknown option 'min_grade=1'; spearman takes: none"),
         ("ndcg(relevance=graded,min_grade=2)", "min_grade sets what counts as relevant"),
         ("ndcg(min_grade=x)", "option min_grade must be a number, got 'x'"),
@@ -455,3 +458,75 @@ def test_uhugeint_against_signed_ids_is_an_error_naming_the_cast() -> None:
     result = duckrank.evaluate(run, qrels, ["mrr"], connection=con, ids="varchar")
     assert result[list(COUNT_COLUMNS)].values.tolist() == [[1, 0, 1, 0]]
     assert result["mrr"][0] == 1.0
+
+
+# --- cut-off lists and ranges (issue 15) ---------------------------------------------------------
+
+def test_cutoff_lists_and_ranges_give_one_column_per_k_in_order() -> None:
+    """ndcg@4,2 is ndcg@4 then ndcg@2, recall@1..3 recall@1, 2, 3, each the value of its own
+    request: the guide's table for ndcg@4 and ndcg@2; by hand for rec = [1, 3, 2, 6] and
+    truth = {1, 2, 4}: recall@1 = recall@2 = 1/3 (item 1), recall@3 = 2/3 (items 1 and 2);
+    precision(denominator=k)@6 = 2/6 (2 hits, 6 places of which 2 are past the list's end)."""
+    result = duckrank.evaluate(_dummy_rec(), _dummy_truth(),
+                               ["ndcg@4,2", "recall@1..3", "precision(denominator=k)@2,6"])
+    assert list(result.columns)[len(COUNT_COLUMNS):] == [
+        "ndcg@4", "ndcg@2", "recall@1", "recall@2", "recall@3",
+        "precision(denominator=k)@2", "precision(denominator=k)@6",
+    ]
+    assert result["ndcg@4"][0] == pytest.approx(GUIDE["ndcg@4"], abs=1e-12)
+    assert result["ndcg@2"][0] == pytest.approx(GUIDE["ndcg@2"], abs=1e-12)
+    assert result[["recall@1", "recall@2", "recall@3"]].iloc[0].tolist() == pytest.approx(
+        [1 / 3, 1 / 3, 2 / 3], abs=1e-12)
+    assert result["precision(denominator=k)@6"][0] == pytest.approx(2 / 6, abs=1e-12)
+
+
+@pytest.mark.parametrize(("request_text", "message"), [
+    ("ndcg@5..1", r"metric 'ndcg@5\.\.1': the cut-off '5\.\.1' is not a positive integer or a "
+                  r"range low\.\.high"),
+    ("ndcg@0,5", "metric 'ndcg@0,5': the cut-off '0' is not a positive integer"),
+    ("ndcg@1,,5", "metric 'ndcg@1,,5': cannot read the cut-off ''"),
+    ("ndcg@1,all", "metric 'ndcg@1,all': cannot read the cut-off 'all'"),
+    ("ndcg@1..3,2", "metric 'ndcg@1..3,2': the cut-off 2 is given twice"),
+    ("ndcg@1..20000", "more than 10,000 cut-offs"),
+])
+def test_bad_cutoff_lists_name_the_request(request_text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_metrics([request_text])
+
+
+# --- convention="trec_eval" (issue 16) -----------------------------------------------------------
+
+def test_trec_eval_convention_against_pytrec_eval(tmp_path) -> None:
+    """Means over the judged queries of the run equal trec_eval's (pytrec-eval-terrier: P, map,
+    ndcg without and with a cut-off, recip_rank) on graded qrels with a query whose judgments
+    hold no relevant item (trec_eval scores it 0 and averages it in), a list shorter than k
+    (P divides by k), and scores equal as C floats (ranked by docid, descending)."""
+    import pytrec_eval
+
+    qrels = {"q1": {"a": 2, "b": 0, "c": 1, "z": 3}, "q2": {"a": 0, "d": -1}, "q3": {"e": 1}}
+    scores = {"q1": {"a": 1.0, "b": 1.0 + 1e-10, "c": 0.5, "e": 0.25},
+              "q2": {"a": 3.0, "d": 2.0}, "q3": {"e": 1.0, "a": 1.0}}
+    run = pd.DataFrame([(q, d, s) for q, docs in scores.items() for d, s in docs.items()],
+                       columns=["query", "item", "score"])
+    judged = pd.DataFrame([(q, d, g) for q, docs in qrels.items() for d, g in docs.items()],
+                          columns=["query", "item", "grade"])
+    names = {"P_10": "precision@10", "map": "map", "ndcg": "ndcg(gain=linear)",
+             "ndcg_cut_3": "ndcg(gain=linear)@3", "recip_rank": "mrr"}
+    per_query = pytrec_eval.RelevanceEvaluator(
+        qrels, {"P.10", "map", "ndcg", "ndcg_cut.3", "recip_rank"}).evaluate(scores)
+    result = duckrank.evaluate(run, judged, ["precision@10", "map", "ndcg", "ndcg@3", "mrr"],
+                               convention="trec_eval")
+    assert result["scored"][0] == 3
+    for theirs, ours in names.items():
+        expected = sum(row[theirs] for row in per_query.values()) / 3
+        assert result[ours][0] == pytest.approx(expected, abs=1e-12), ours
+    # duckrank's own convention leaves q2 (no relevant item) out of map's mean.
+    own = duckrank.evaluate(run, judged, ["map"])
+    assert own["map"][0] == pytest.approx((per_query["q1"]["map"] + per_query["q3"]["map"]) / 2,
+                                          abs=1e-12)
+
+
+def test_unknown_convention_is_an_error() -> None:
+    with pytest.raises(ValueError, match="convention='trec': the conventions are duckrank, "
+                                         "trec_eval"):
+        duckrank.evaluate(_dummy_rec(), _dummy_truth(), ["map"], convention="trec")

@@ -49,15 +49,35 @@ LITERAL_PATH = r"regexp_replace(path, '([*?\[])', '[\1]', 'g')"
 # that quotes in ids are kept as they are. max_line_size lifts DuckDB's 2 MiB limit (whose error
 # prints the whole line) to 32 MiB, so that a long line reaches the checks below, which quote 100
 # characters of it; buffer_size stays DuckDB's default 32 MiB (DuckDB 1.x makes it 16 times the
-# line limit unless set, which ran out of memory).
+# line limit unless set, which ran out of memory). parallel = false: DuckDB 2.0's parallel reader
+# refused a 10,000,000-line run in this layout ("does not support a full read on this file"), and
+# the numbered lines are one pass in order anyway (the serial read was as fast, 1.6 s).
 _LINE_BYTES = 32 * 1024 * 1024
 _LINES = (
     f"read_csv({LITERAL_PATH}, columns = {{'line': 'VARCHAR'}}, delim = chr(1114111), "
     "quote = '', escape = '', header = false, auto_detect = false, new_line = '\\r\\n', "
-    f"strict_mode = false, max_line_size = {_LINE_BYTES}, buffer_size = {_LINE_BYTES}) "
+    f"strict_mode = false, parallel = false, max_line_size = {_LINE_BYTES}, "
+    f"buffer_size = {_LINE_BYTES}) "
     "WITH ORDINALITY"
 )
 _FIELDS = f"string_split_regex(regexp_replace(line, '^{_SPACE}|{_SPACE}$', '', 'g'), '{_SPACE}')"
+
+
+def _blank(characters: str) -> str:
+    return " OR ".join(f"contains(line, chr({ord(c)}))" for c in characters)
+
+
+# The fields of a line whose fields are separated by single spaces (most TREC files) or single
+# tabs, and no other blank: a plain split, 3x faster than the regular expression. ``spaces`` is
+# that line split on spaces, computed once (a subquery below); an empty field means a run of
+# separators or one at an end, which the general split handles.
+_TABS = "string_split(line, chr(9))"
+_FAST_FIELDS = (
+    f"CASE WHEN NOT ({_blank(chr(9) + chr(11) + chr(12) + chr(13))}) "
+    "AND NOT list_contains(spaces, '') THEN spaces "
+    f"WHEN NOT ({_blank(' ' + chr(11) + chr(12) + chr(13))}) AND NOT list_contains({_TABS}, '') "
+    f"THEN {_TABS} ELSE {_FIELDS} END"
+)
 
 # The numbers C's strtod reads in decimal, as trec_eval reads a score, and infinity; not 'nan',
 # which has no order, nor DuckDB's own extensions ('1_000' would be 1000 in DuckDB and 1 in C).
@@ -105,7 +125,9 @@ def _table_macro(fn: str, layout: str, columns: list[tuple[str, int, str]], extr
     return (
         f"CREATE OR REPLACE MACRO {fn}(path) AS TABLE\n"
         f"SELECT {', '.join(selected)}\n"
-        f"FROM (SELECT line, ordinality AS line_number, {_FIELDS} AS f FROM {_LINES})\n"
+        f"FROM (SELECT line, line_number, {_FAST_FIELDS} AS f FROM (\n"
+        f"  SELECT line, ordinality AS line_number, string_split(line, ' ') AS spaces "
+        f"FROM {_LINES}))\n"
         "WHERE CASE\n"
         f"  WHEN contains(line, chr(0)) THEN {has_nul}\n"
         "  WHEN line IS NULL OR f = [''] OR starts_with(f[1], '#') THEN false\n"

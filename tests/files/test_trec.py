@@ -61,6 +61,21 @@ def test_read_run_any_whitespace_blank_lines_and_crlf(tmp_path: Path) -> None:
     ]
 
 
+def test_single_space_and_single_tab_lines_read_as_any_blanks(tmp_path: Path) -> None:
+    """Lines split on single spaces or single tabs take a plain split (render/trec.py); the
+    others the regular expression: the rows are the same either way (by hand)."""
+    run = tmp_path / "t.run"
+    run.write_bytes(b"q1\tQ0\td1\t1\t2.5\tsysA\n"  # single tabs
+                    b"q1 Q0 d2 2 2 sysA extra\n"  # single spaces, a field after the tag
+                    b"q1\tQ0 d3\t3 1 sysA\n"  # both: the general split
+                    b"q1 Q0 d4 4 0 sysA \n"  # a trailing space: the general split
+                    b"q1 Q0 d5 5 -1 sysA\f\n")  # a form feed: the general split
+    assert trec.read_run(run).fetchall() == [
+        ("q1", "Q0", f"d{i}", i, score, "sysA")
+        for i, score in enumerate([2.5, 2.0, 1.0, 0.0, -1.0], 1)
+    ]
+
+
 def test_read_qrels_types(tmp_path: Path) -> None:
     qrels = _write_lines(tmp_path / "x.qrels", ["401 0 FBIS3-10082 1", "401 0 FT934-1 -2"])
     relation = trec.read_qrels(qrels)
