@@ -34,6 +34,7 @@ from duckrank._version import __version__
 from duckrank.engines.duckdb import connect
 from duckrank.evaluation import (
     COMMAND_LINE,
+    CONVENTIONS,
     ID_MODES,
     QRELS_ROLES,
     RUN_ROLES,
@@ -46,7 +47,7 @@ from duckrank.evaluation import (
 from duckrank.files.runs import FILE_FORMATS, read_file
 from duckrank.matching import native
 from duckrank.metrics import METRICS
-from duckrank.reports import experiment
+from duckrank.reports import experiment, trec_eval
 from duckrank.reports.compare import (
     CORRECTIONS,
     DIGITS,
@@ -202,7 +203,7 @@ def _evaluate(args: argparse.Namespace) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DroppedRows)
         with evaluation(con, run, qrels, args.metric, args.by, args.per_user or long, names,
-                        args.ids, COMMAND_LINE) as result:
+                        args.ids, COMMAND_LINE, convention=args.convention) as result:
             _write_warnings("evaluate", caught)
             if long:
                 keys = len(args.by) + 1  # the --by columns and the query column
@@ -444,6 +445,9 @@ def _add_evaluate(commands: Any) -> None:
                           help="one row per value of this run column (a system, a segment)")
     evaluate.add_argument("--per-user", "--per-query", action="store_true",
                           help="one row per query (user) instead of means")
+    evaluate.add_argument("--convention", choices=tuple(CONVENTIONS), default="duckrank",
+                          help="whose conventions: duckrank's own, or trec_eval's (P divides by "
+                          "k, linear gain, undefined values score 0; docs/trec_eval.md)")
     _input_options(evaluate)
     _output_options(evaluate, (*FORMATS, LONG))
     evaluate.set_defaults(handler=_evaluate)
@@ -548,8 +552,8 @@ def _add_doctor(commands: Any) -> None:
 
 # One function per command, each adding its subparser (with ``handler=``): a new command is one
 # more function in this list.
-COMMANDS = (_add_evaluate, _add_compare, _add_plot, experiment.add_parser, _add_sql,
-            _add_metrics, _add_demo, _add_doctor)
+COMMANDS = (_add_evaluate, _add_compare, _add_plot, trec_eval.add_parser,
+            experiment.add_parser, _add_sql, _add_metrics, _add_demo, _add_doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:
