@@ -58,9 +58,10 @@ def _ids_checks(macro: str) -> list[tuple[str, str]]:
     )]
 
 
-def _duplicate(macro: str, test: str) -> tuple[str, str]:
-    """A (user, item) pair twice would put the same item in training and test."""
-    return (test, _fail(macro, "'ratings holds user ' || CAST(user AS VARCHAR) || ' and item ' "
+def _duplicate(macro: str, test: str, table: str = "ratings") -> tuple[str, str]:
+    """A (user, item) pair twice would put the same item in training and test (and, in
+    sample_candidates' test, the same candidate twice in the user's list)."""
+    return (test, _fail(macro, f"'{table} holds user ' || CAST(user AS VARCHAR) || ' and item ' "
                                "|| CAST(item AS VARCHAR) || ' more than once'"))
 
 
@@ -203,10 +204,10 @@ _SAMPLE = """
 CREATE OR REPLACE MACRO sample_candidates(ratings, test, n := 1000, exclude_popular := 3,
     seed := 0) AS TABLE
 WITH checked AS (
-  SELECT user, item FROM query_table(ratings)
+  SELECT user, item FROM (SELECT user, item, {pairs} FROM query_table(ratings))
   {checks}
 ), test_rows AS (
-  SELECT user, item FROM query_table(test)
+  SELECT user, item FROM (SELECT user, item, {pairs} FROM query_table(test))
   {test_checks}
 ), popularity AS (
   SELECT item, count(*) AS times_rated FROM checked GROUP BY item
@@ -256,20 +257,26 @@ FROM (SELECT user, unnest(chosen) AS idx FROM chosen) picked JOIN pool ON picked
 
 def _sample() -> str:
     macro = "sample_candidates"
-    checks = _checked([
+    checks = _checked([*_ids_checks(macro), _duplicate(macro, f"{_PREVIOUS} > 1")])
+    # The parameters are checked on the test rows, which the result always reads: DuckDB drops
+    # the reading of `ratings` when a constant makes the pool empty (exclude_popular := NULL).
+    test_checks = _checked([
         ("n IS NOT NULL AND NOT (n >= 0 AND n = floor(n))",
          _fail(macro, "'n must be NULL (every unrated item) or a whole number >= 0, got ' "
                       "|| CAST(n AS VARCHAR)")),
-        _whole_number(macro, "exclude_popular", 0), *_ids_checks(macro)])
-    test_checks = _checked([(
+        _whole_number(macro, "exclude_popular", 0), (
         "user IS NULL OR item IS NULL",
         _fail(macro, "'test has a NULL user or item (user ' || coalesce(CAST(user AS VARCHAR), "
-                     "'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')'"))])
+                     "'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')'")),
+        _duplicate(macro, f"{_PREVIOUS} > 1", "test")])
     # BIGINT round keys, salted apart from the splits' keys and hashed again, so that the
     # keys are unrelated (without it they would differ by one xor constant: _SHUFFLE says why)
     keys = ", ".join(f"CAST(hash(hash(seed, u.user, 'feistel', {i})) >> 1 AS BIGINT) AS k{i}"
                      for i in range(1, ROUNDS + 1))
-    return _SAMPLE.format(checks=checks, test_checks=test_checks, keys=keys, key_names=_KEYS)
+    # The count of each (user, item) pair, as the time splits count it (_PAIR_COUNT).
+    pairs = f"count(*) OVER (PARTITION BY user, item) AS {_PREVIOUS}"
+    return _SAMPLE.format(checks=checks, test_checks=test_checks, keys=keys, key_names=_KEYS,
+                          pairs=pairs)
 
 
 MACROS: tuple[str, ...] = (

@@ -269,8 +269,8 @@ def test_varchar_ids_and_other_column_names() -> None:
     assert per_user(con, f"FROM arp('r', 't', 2, {names})") == {"a": 2.0, "b": 0.0}
     assert con.execute(f"FROM catalog_coverage('r', 2, catalog := 't', {names})"
                        ).fetchall() == [(1.0,)]  # x1, x2, x3 of the 3 items x1, x2, x9
-    assert con.execute("SELECT rbo(['x1', 'x2'], ['x2', 'x1'], 2)").fetchall()[0][0] == \
-        pytest.approx(0.1 * 0.9 * 2 / 2, abs=TOL)
+    assert con.execute("SELECT rbo(['x1', 'x2'], ['x2', 'x1'], 2, variant := 'prefix')"
+                       ).fetchall()[0][0] == pytest.approx(0.1 * 0.9 * 2 / 2, abs=TOL)
 
 
 # --- diversity --------------------------------------------------------------------------------
@@ -340,6 +340,8 @@ PAIR_QUERY = "SELECT r.user, {fn} FROM recs r LEFT JOIN other o USING (user)"
     ("rbo(r.rec, o.rec, {k})", ba.rbo_kernel),
     ("rbo(r.rec, o.rec, {k}, p := 0.8, variant := 'ext')",
      lambda a, b, k: ba.rbo_kernel(a, b, k, p=0.8, variant="ext")),
+    ("rbo(r.rec, o.rec, {k}, variant := 'prefix')",
+     lambda a, b, k: ba.rbo_kernel(a, b, k, variant="prefix")),
 ])
 def test_list_similarity_matches_kernel(con: duckdb.DuckDBPyConnection, fn: str, kernel) -> None:
     got = per_user(con, PAIR_QUERY.format(fn=fn.format(k=K)))
@@ -349,8 +351,11 @@ def test_list_similarity_matches_kernel(con: duckdb.DuckDBPyConnection, fn: str,
 
 def test_hand_list_similarity() -> None:
     """[1, 2, 3] against [3, 2, 9], k = 3, p = 0.9: X_1 = 0, X_2 = 1, X_3 = 2.
-    overlap 2/3; Jaccard 2 / 4; RBO_min = 0.1 (0 + 0.9 * 1/2 + 0.81 * 2/3) = 0.099;
-    RBO_ext = 0.1 / 0.9 (0.81 * 1/2 + 0.729 * 2/3) + 2/3 * 0.729 = 0.099 + 0.486 = 0.585.
+    overlap 2/3; Jaccard 2 / 4; the prefix sum 0.1 (0 + 0.9 * 1/2 + 0.81 * 2/3) = 0.099;
+    RBO_min (Webber et al. eq. 11, X_k = 2) = 0.1 / 0.9 ((0 - 2) 0.9 / 1 + (1 - 2) 0.81 / 2
+    + 0 - 2 ln 0.1) = 0.1 / 0.9 (-2.205 + 4.605170186) = 0.266685576 (the prefix sum
+    leaves out the agreements X_k / d beyond k, which eq. 11 keeps); RBO_ext = 0.1 / 0.9 (0.81
+    * 1/2 + 0.729 * 2/3) + 2/3 * 0.729 = 0.099 + 0.486 = 0.585.
     Uneven ([1, 2, 3, 4] against [3, 2]; s = 2, l = 4, X_1 = 0, X_2 = 1, X_3 = X_4 = 2, X_s = 1):
     sum1 = 0.81/2 + 0.729 * 2/3 + 0.6561 * 2/4 = 1.21905; sum2 = 1 * (1/6) 0.729 + 1 * (2/8)
     0.6561 = 0.2855025; ((2 - 1) / 4 + 1/2) 0.6561 = 0.492075; RBO_ext = 0.1/0.9 * 1.5045525
@@ -360,12 +365,14 @@ def test_hand_list_similarity() -> None:
         con.execute(statement)
     row = con.execute(
         "SELECT overlap_at([1, 2, 3], [3, 2, 9], 3), jaccard_at([1, 2, 3], [3, 2, 9], 3), "
-        "rbo([1, 2, 3], [3, 2, 9], 3), rbo([1, 2, 3], [3, 2, 9], 3, variant := 'ext'), "
+        "rbo([1, 2, 3], [3, 2, 9], 3, variant := 'prefix'), "
+        "rbo([1, 2, 3], [3, 2, 9], 3, variant := 'ext'), rbo([1, 2, 3], [3, 2, 9], 3), "
         "rbo([1, 2, 3, 4], [3, 2], 4, variant := 'ext'), rbo([], [1], 3), "
         "jaccard_at([], [], 3), overlap_at([1], NULL, 3), rbo([1, 2], [1, 2], 2, "
         "variant := 'ext')"
     ).fetchall()[0]
-    expected = (2 / 3, 0.5, 0.099, 0.585, 0.65925, None, None, None, 1.0)
+    expected = (2 / 3, 0.5, 0.099, 0.585, 0.1 / 0.9 * (-2.205 - 2 * math.log(0.1)), 0.65925,
+                None, None, None, 1.0)
     for got, want in zip(row, expected, strict=True):
         assert got == (None if want is None else pytest.approx(want, abs=TOL))
 
@@ -539,7 +546,8 @@ def test_pinned_peer_values(con: duckdb.DuckDBPyConnection, name: str) -> None:
     ("FROM inter_user_diversity('recs', 3, pairs := 0)",
      "inter_user_diversity: pairs must be a positive integer, got 0"),
     ("SELECT rbo([1], [1], 3, p := 1)", "rbo: p must be a number in (0, 1), got 1"),
-    ("SELECT rbo([1], [1], 3, variant := 'max')", "rbo: variant must be 'min' or 'ext', got max"),
+    ("SELECT rbo([1], [1], 3, variant := 'max')",
+     "rbo: variant must be 'min', 'ext' or 'prefix', got max"),
     ("SELECT jaccard_at([1], [1], NULL)", "jaccard_at: k must be a positive integer, got NULL"),
 ])
 def test_errors_name_function_argument_and_value(con: duckdb.DuckDBPyConnection, query: str,
@@ -547,6 +555,41 @@ def test_errors_name_function_argument_and_value(con: duckdb.DuckDBPyConnection,
     pattern = message if message.endswith("$") else re.escape(message)
     with pytest.raises(duckdb.Error, match=pattern):
         con.execute(query).fetchall()
+
+
+def test_side_tables_with_an_item_twice_are_refused() -> None:
+    """An item with two embeddings or two categories was joined twice and counted twice, a wrong
+    number in silence (one row per item is the documented input)."""
+    con = duckdb.connect()
+    for statement in MACROS:
+        con.execute(statement)
+    con.execute("CREATE TABLE r AS SELECT 1 AS user, [1, 2] AS rec")
+    con.execute("CREATE TABLE e AS SELECT * FROM (VALUES (1, [1.0, 0.0]), (2, [0.0, 1.0]), "
+                "(2, [0.0, 1.0])) t(item, embedding)")
+    con.execute("CREATE TABLE c AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (2, 'b')) "
+                "t(item, category)")
+    with pytest.raises(duckdb.Error, match="ild_embedding: embeddings holds item 2 more than once"):
+        con.execute("FROM ild_embedding('r', 'e', 2)").fetchall()
+    with pytest.raises(duckdb.Error, match="ild_category: categories holds item 2 more than once"):
+        con.execute("FROM ild_category('r', 'c', 2)").fetchall()
+
+
+def test_exposure_gini_refuses_an_item_outside_a_named_catalogue() -> None:
+    """Items 1, 2, 3 recommended (exposures 1, 2, 1). Catalogue {1, 2, 3, 4}: sorted exposures
+    0, 1, 1, 2, so Gini = ((-3) 0 + (-1) 1 + 1 * 1 + 3 * 2) / (4 * 4) = 0.375 (by size too).
+    Catalogue {1, 2, 4}: item 3 took the place of a catalogue item at 0 and gave 0.375 in
+    silence; now an error."""
+    con = duckdb.connect()
+    for statement in MACROS:
+        con.execute(statement)
+    con.execute("CREATE TABLE r AS SELECT * FROM (VALUES (1, [1, 2]), (2, [2, 3])) t(user, rec)")
+    con.execute("CREATE TABLE whole AS SELECT range + 1 AS item FROM range(4)")
+    con.execute("CREATE TABLE partial AS SELECT * FROM (VALUES (1), (2), (4), (NULL)) t(item)")
+    for call in ("catalog := 'whole'", "catalog_size := 4"):
+        assert con.execute(f"FROM exposure_gini('r', 2, {call})").fetchall() == [(0.375,)]
+    with pytest.raises(duckdb.Error, match="exposure_gini: item 3 was recommended but is not in "
+                                           "catalog partial"):
+        con.execute("FROM exposure_gini('r', 2, catalog := 'partial')").fetchall()
 
 
 def test_every_record_is_a_macro_and_documented(con: duckdb.DuckDBPyConnection) -> None:
@@ -563,7 +606,7 @@ def test_every_record_is_a_macro_and_documented(con: duckdb.DuckDBPyConnection) 
 def test_reference_section_is_current() -> None:
     """docs/beyond-accuracy.md's reference part is generated from the records."""
     assert DOC_FILE.read_text() == updated(DOC_FILE.read_text()), (
-        "run: python -m duckrank.render.beyond_accuracy"
+        "run: python -m duckrank.render (it also rewrites sql/duckrank.sql)"
     )
 
 
@@ -576,8 +619,8 @@ def test_registered_by_duckrank_connect() -> None:
     try:
         connection.execute("CREATE TABLE r AS SELECT * FROM (VALUES (1, [1, 2, 3]), "
                            "(2, [2, 3, 4])) t(user, rec)")
-        assert connection.execute("SELECT rbo([1, 2, 3], [3, 2, 9], 3)").fetchall()[0][0] == \
-            pytest.approx(0.099, abs=TOL)
+        assert connection.execute("SELECT rbo([1, 2, 3], [3, 2, 9], 3, variant := 'prefix')"
+                                  ).fetchall()[0][0] == pytest.approx(0.099, abs=TOL)
         assert connection.execute("FROM catalog_coverage('r', 2, catalog_size := 10)"
                                   ).fetchall() == [(0.3,)]
     finally:

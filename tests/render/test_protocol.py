@@ -171,6 +171,12 @@ def small() -> Iterator[duckdb.DuckDBPyConnection]:
      "sample_candidates: n must be NULL (every unrated item) or a whole number >= 0, got -1"),
     ("sample_candidates('ratings', 'ratings', exclude_popular := NULL)",
      "sample_candidates: exclude_popular must be a whole number >= 0, got NULL"),
+    # A pair twice in test gave that test item twice in the user's candidates; twice in ratings,
+    # it counted twice in the popularity (docs/protocol.md: a pair given twice is an error).
+    ("sample_candidates('twice', 'ratings')",
+     "sample_candidates: ratings holds user 1 and item 2 more than once"),
+    ("sample_candidates('ratings', 'twice')",
+     "sample_candidates: test holds user 1 and item 2 more than once"),
 ])
 def test_errors_name_the_macro_and_value(small: duckdb.DuckDBPyConnection, call: str,
                                          message: str) -> None:
