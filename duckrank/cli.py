@@ -61,7 +61,7 @@ from duckrank.reports.compare import (
     systems_of,
 )
 from duckrank.reports.plots import KINDS as PLOT_KINDS
-from duckrank.reports.plots import plot
+from duckrank.reports.plots import draw, figure_class, output_format
 
 FORMATS = ("table", "csv", "json")
 # `long`: one CSV row per (system or --by group, query, metric, value), as trec_eval -q and
@@ -251,7 +251,7 @@ def _compare(args: argparse.Namespace) -> None:
     )
     options.check(COMMAND_LINE)  # before anything is read
     if args.format == LONG:  # the per-query values only: no tests, no intervals
-        values = _scored(args, per_query)
+        values = _scored(args, lambda con, inputs: per_query(con, inputs, args.baseline))
         write_result(values.column_names, zip(*(c.to_pylist() for c in values.columns),
                                                strict=True), "csv", sys.stdout)
         return
@@ -266,13 +266,19 @@ def _compare(args: argparse.Namespace) -> None:
 
 
 def _plot(args: argparse.Namespace) -> None:
-    values = _scored(args, per_query)  # the values only: no tests, no intervals
+    # What can fail without the data fails before the evaluation: the output's suffix,
+    # matplotlib, and (in per_query) --baseline.
+    output_format(args.output, COMMAND_LINE)
     try:
-        plot(values, args.output, args.kind, metric=args.plot_metric, baseline=args.baseline)
+        figure_class()
     except ModuleNotFoundError as error:
         if error.name != "matplotlib":
             raise
-        raise ValueError(str(error)) from None  # its message says what to install
+        raise ValueError(str(error).removeprefix("plot: ")) from None  # says what to install
+    # The values only: no tests, no intervals.
+    values = _scored(args, lambda con, inputs: per_query(con, inputs, args.baseline))
+    draw(values, args.output, args.kind, args.plot_metric, args.baseline,
+         spelling=COMMAND_LINE)
     sys.stderr.write(f"duckrank plot: wrote {args.output}\n")
 
 

@@ -427,6 +427,11 @@ def test_compare_errors_name_flags_and_print_nothing(capsys, system_files) -> No
                           "nope")
     assert (code, out) == (1, "")
     assert err == ("duckrank compare: --baseline nope is not one of the systems: bm25, dense\n")
+    # The per-query values alone (--format long) check --baseline too.
+    code, out, err = _run(capsys, "compare", *system_files, qrels, "-m", "mrr", "--baseline",
+                          "nope", "--format", "long")
+    assert (code, out) == (1, "")
+    assert err == ("duckrank compare: --baseline nope is not one of the systems: bm25, dense\n")
     code, out, err = _run(capsys, "compare", *system_files, qrels, "-m", "mrr", "--by", "tag")
     assert (code, out) == (1, "")
     assert "--by tag reads the systems from one run's column" in err
@@ -443,3 +448,34 @@ def test_plot_writes_the_picture(capsys, system_files, tmp_path: Path) -> None:
                         "mrr", "--kind", "distribution", "-o", str(picture))
     assert code == 0, err
     assert picture.stat().st_size > 1000
+
+
+def test_plot_errors_name_its_flags_before_scoring(capsys, system_files, tmp_path) -> None:
+    """--output, --baseline and --plot-metric are checked and named as flags; the output's
+    suffix before any file is read (the qrels path here does not exist)."""
+    qrels = str(SAMPLE / "sample.qrels")
+    code, out, err = _run(capsys, "plot", *system_files, str(tmp_path / "none.qrels"), "-m",
+                          "mrr", "-o", "mrr.pdf")
+    assert (code, out, err) == (1, "", "duckrank plot: --output mrr.pdf must end in .png or "
+                                ".svg (the format is taken from it)\n")
+    code, _, err = _run(capsys, "plot", *system_files, qrels, "-m", "mrr", "--kind",
+                        "difference", "--baseline", "nope", "-o", str(tmp_path / "x.png"))
+    assert (code, err) == (1, "duckrank plot: --baseline nope is not one of the systems: bm25, "
+                              "dense\n")
+    code, _, err = _run(capsys, "plot", *system_files, qrels, "-m", "mrr", "-m", "map",
+                        "--kind", "distribution", "-o", str(tmp_path / "x.png"))
+    assert (code, err) == (1, "duckrank plot: --kind distribution draws one metric: pass "
+                              "--plot-metric one of 'mrr', 'map'\n")
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_plot_metric_as_requested(capsys, system_files, tmp_path) -> None:
+    """The sample qrels are graded, so ndcg is labelled ndcg(gain=exponential)@k; --plot-metric
+    ndcg (as the help says, and as -m names it) draws that family (the documented command)."""
+    pytest.importorskip("matplotlib")
+    picture = tmp_path / "curves.svg"
+    code, _, err = _run(capsys, "plot", *system_files, str(SAMPLE / "sample.qrels"), "-m",
+                        "ndcg@1..5", "-m", "map@1,5", "--plot-metric", "ndcg", "--kind",
+                        "curves", "-o", str(picture))
+    assert code == 0, err
+    assert picture.read_bytes().startswith(b"<?xml") and picture.stat().st_size > 10_000

@@ -2,11 +2,12 @@
 bootstrap interval, and marks for the significant differences (``duckrank.compare``, the
 ``duckrank compare`` command).
 
-The per-query values come from the evaluation (``duckrank.evaluation``, with the systems as a
-``by`` column); everything after it runs as SQL on the same connection: the values in long form,
-the intervals (``bootstrap_ci``, ``paired_bootstrap_ci``), the tests (``paired_ttest``,
-``wilcoxon``, ``randomization_test``) over every (metric, pair of systems) with ``GROUP BY``, and
-the Holm or Bonferroni correction as window functions over each metric's family of comparisons.
+The per-query values come from the evaluation (``duckrank.evaluation``: one per run file, or one
+with the systems as a ``by`` column); everything after it runs as SQL on the same connection:
+the values in long form, the intervals (``bootstrap_ci``, ``paired_bootstrap_ci``), the tests
+(``paired_ttest``, ``wilcoxon``, ``randomization_test``) over every (metric, pair of systems)
+with ``GROUP BY``, and the Holm or Bonferroni correction as window functions over each metric's
+family of comparisons.
 Python only lays out the few result rows.
 
 A query the qrels judge and some system ranked, but another system did not rank, scores 0 for that
@@ -27,6 +28,7 @@ import json
 import math
 import textwrap
 import uuid
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,6 +42,7 @@ from duckrank.engines.duckdb import connect, register
 from duckrank.evaluation import (
     PYTHON,
     ColumnNames,
+    DroppedRows,
     Spelling,
     _as_relation,
     column_names,
@@ -69,7 +72,6 @@ LEGEND_WIDTH = 100  # the text table's legend is wrapped to this many characters
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 SUPERSCRIPTS = "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ𐞥ʳˢᵗᵘᵛʷˣʸᶻ"
 TABLES = ("summary", "comparisons")
-SYSTEM = "duckrank_system"  # the system column of the runs given one per system
 
 
 @dataclass(frozen=True)
@@ -157,9 +159,12 @@ def systems_of(runs: Any, by: str | None, spelling: Spelling = PYTHON) -> System
     if isinstance(runs, Mapping):
         named = tuple((str(name), run) for name, run in runs.items())
     elif isinstance(runs, Sequence) and not isinstance(runs, str):
-        if not all(isinstance(run, str | Path) for run in runs):
+        other = next((run for run in runs if not isinstance(run, str | Path)), None)
+        if other is not None:
             raise ValueError("compare: runs= as a list takes file paths (each system is named by "
-                             "its file's stem); name tables with a mapping, {'bm25': table, ...}")
+                             "its file's stem), got a list holding a "
+                             f"{type(other).__name__}; name tables with a mapping, "
+                             "{'bm25': table, ...}")
         named = tuple((Path(run).stem, run) for run in runs)
         stems = [name for name, _ in named]
         if len(set(stems)) < len(stems):
@@ -473,29 +478,16 @@ def _run_table(con: duckdb.DuckDBPyConnection, run: Any, inputs: Inputs, tempora
     return table
 
 
-def _run_relation(con: duckdb.DuckDBPyConnection, inputs: Inputs, temporary: Any,
-                  registered: list[str]) -> tuple[duckdb.DuckDBPyRelation, str, list[str], str]:
-    """One relation holding every system's rows, its system column, the systems' names (in
-    report order) and a table ``(value, idx)`` mapping the column's values to their index."""
-    systems, spelling = inputs.systems, inputs.spelling
-    index = quote_identifier(temporary("TABLE"))
-    if systems.by is None:
-        selects = [f"SELECT {i} AS {SYSTEM}, * FROM "
-                   + _run_table(con, run, inputs, temporary, registered)
-                   for i, (_, run) in enumerate(systems.runs)]
-        union = temporary("VIEW")
-        con.execute(f"CREATE TEMP VIEW {quote_identifier(union)} AS "
-                    + " UNION ALL BY NAME ".join(selects))
-        con.execute(f"CREATE TEMP TABLE {index} AS SELECT range AS value, range AS idx "
-                    f"FROM range({len(systems.runs)})")
-        return con.table(union), SYSTEM, [name for name, _ in systems.runs], index
-
-    table = _run_table(con, systems.long, inputs, temporary, registered)
-    relation = con.sql(f"SELECT * FROM {table}")
-    column = next((c for c in relation.columns if c.lower() == systems.by.lower()), None)
+def _systems_column(con: duckdb.DuckDBPyConnection, inputs: Inputs, table: str,
+                    index: str) -> tuple[str, list[str]]:
+    """With ``by``: the long run's system column and its values (the systems, sorted), written
+    to ``index`` as a table ``(value, idx)``."""
+    spelling, by = inputs.spelling, inputs.systems.by
+    columns = con.sql(f"SELECT * FROM {table}").columns
+    column = next((c for c in columns if c.lower() == by.lower()), None)
     if column is None:
-        raise _error(spelling, f"{spelling.argument('by', systems.by)}: the run has no such "
-                     f"column; its columns are: {', '.join(relation.columns)}")
+        raise _error(spelling, f"{spelling.argument('by', by)}: the run has no such "
+                     f"column; its columns are: {', '.join(columns)}")
     con.execute(f"""CREATE TEMP TABLE {index} AS
         SELECT value, (row_number() OVER (ORDER BY value NULLS FIRST) - 1)::BIGINT AS idx
         FROM (SELECT DISTINCT {quote_identifier(column)} AS value FROM {table})""")
@@ -504,7 +496,41 @@ def _run_relation(con: duckdb.DuckDBPyConnection, inputs: Inputs, temporary: Any
     if values and values[0][0]:
         raise _error(spelling, f"the run's system column {column!r} has NULL values: every "
                      "row must name its system")
-    return relation, column, [text for _, text in values], index
+    return column, [text for _, text in values]
+
+
+def _check_systems(systems: list[str], options: Options | None, spelling: Spelling) -> None:
+    """What needs the systems' names, checked before any evaluation."""
+    if len(systems) < 2:
+        raise _error(spelling, f"needs at least two systems, got {len(systems)}"
+                     + (f" ({systems[0]!r})" if systems else ""))
+    if len(systems) > len(LETTERS):
+        raise _error(spelling, f"at most {len(LETTERS)} systems get a letter each, got "
+                     f"{len(systems)}")
+    if options is not None:
+        options.check_trials(len(options.pairs(systems, spelling)), spelling)
+
+
+def _evaluate_into(con: duckdb.DuckDBPyConnection, inputs: Inputs, run: str,
+                   by: str | None, system: int | None, wide: str, first: bool) -> list[str]:
+    """Score ``run`` per query into the table ``wide`` (s, q, m0, m1, ...; created when
+    ``first``): ``s`` is the ``by`` column's value, or the constant ``system``. Returns the
+    metrics' labels. The rows go from DuckDB to DuckDB, never through Python."""
+    with evaluation(con, con.sql(f"SELECT * FROM {run}"), inputs.qrels, inputs.metrics,
+                    [by] if by is not None else [], True, inputs.names, inputs.ids,
+                    inputs.spelling, inputs.glob) as result:
+        labels = result.columns[(by is not None) + 1:]
+        names = ["q", *(f"m{i}" for i in range(len(labels)))]
+        if by is None:
+            select, aliases = f"SELECT {system} AS s, *", ", ".join(names)
+        else:
+            select, aliases = "SELECT *", ", ".join(["s", *names])
+        for sql, params in result.queries():
+            query = f"{select} FROM ({sql}) AS scored({aliases})"
+            con.execute(f"CREATE TEMP TABLE {wide} AS {query}" if first
+                        else f"INSERT INTO {wide} {query}", params)
+            first = False
+        return labels
 
 
 @dataclass(frozen=True)
@@ -542,40 +568,55 @@ class _Scored:
 @contextmanager
 def _scored(con: duckdb.DuckDBPyConnection, inputs: Inputs,
             options: Options | None = None) -> Iterator[_Scored]:
-    """Score every system in one evaluation (the qrels are read once per range of query ids),
-    with the missing queries' zeros (the module's docstring). ``options``' checks that need the
-    systems' names run before the evaluation."""
-    spelling = inputs.spelling
+    """Score every system (``_per_query_table``), with the missing queries' zeros (the
+    module's docstring); ``options``' checks that need the systems' names run before any
+    evaluation. Only the per-query table outlives the scoring: the runs parsed into tables and
+    the evaluation's results are dropped before the tests and intervals run."""
+    with _temporary(con) as temporary:
+        per_query, systems, labels = _per_query_table(con, inputs, options, temporary)
+        yield _Scored(per_query, systems, labels, temporary)
+
+
+def _per_query_table(con: duckdb.DuckDBPyConnection, inputs: Inputs, options: Options | None,
+                     kept: Any) -> tuple[str, list[str], list[str]]:
+    """The per-query table (named by ``kept``, the caller's temporary names), the systems and
+    the metric labels; everything else made on the way is dropped on return.
+
+    One run file per system: each is read, scored and dropped in turn, so memory holds one
+    run at a time (the qrels are read once per system). One long run with ``by``: one
+    evaluation with the system column as its ``by`` column."""
+    systems_in, spelling = inputs.systems, inputs.spelling
     registered: list[str] = []
     try:
         with _temporary(con) as temporary:
-            relation, column, systems, index = _run_relation(con, inputs, temporary,
-                                                             registered)
-            if len(systems) < 2:
-                raise _error(spelling, f"needs at least two systems, got {len(systems)}"
-                             + (f" ({systems[0]!r})" if systems else ""))
-            if len(systems) > len(LETTERS):
-                raise _error(spelling, f"at most {len(LETTERS)} systems get a letter each, got "
-                             f"{len(systems)}")
-            if options is not None:
-                options.check_trials(len(options.pairs(systems, spelling)), spelling)
-            with evaluation(con, relation, inputs.qrels, inputs.metrics, [column], True,
-                            inputs.names, inputs.ids, spelling, inputs.glob) as result:
-                labels = result.columns[2:]
-                wide = pa.concat_tables([
-                    con.sql(sql, params=params).to_arrow_table()
-                    for sql, params in result.queries()
-                ]).rename_columns(["s", "q", *(f"m{i}" for i in range(len(labels)))])
-            wide_name = temporary("registered")
-            con.register(wide_name, wide)
-            per_query = quote_identifier(temporary("TABLE"))
+            index = quote_identifier(temporary("TABLE"))
+            wide = quote_identifier(temporary("TABLE"))
+            if systems_in.by is None:
+                systems = [name for name, _ in systems_in.runs]
+                _check_systems(systems, options, spelling)
+                con.execute(f"CREATE TEMP TABLE {index} AS SELECT range AS value, range AS idx "
+                            f"FROM range({len(systems)})")
+                for i, (name, run) in enumerate(systems_in.runs):
+                    with _temporary(con) as each, warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always", DroppedRows)
+                        table = _run_table(con, run, inputs, each, registered)
+                        labels = _evaluate_into(con, inputs, table, None, i, wide, i == 0)
+                    for warning in caught:  # each system is its own evaluation: say which
+                        warnings.warn(f"system {name!r}: {warning.message}", warning.category,
+                                      stacklevel=5)
+            else:
+                table = _run_table(con, systems_in.long, inputs, temporary, registered)
+                column, systems = _systems_column(con, inputs, table, index)
+                _check_systems(systems, options, spelling)
+                labels = _evaluate_into(con, inputs, table, column, None, wide, True)
+            per_query = quote_identifier(kept("TABLE"))
             values = ", ".join(f"m{i}" for i in range(len(labels)))
             con.execute(f"""
                 CREATE TEMP TABLE {per_query} AS
                 WITH long AS (
                   SELECT i.idx AS system, w.q AS query, unnest(range({len(labels)})) AS metric,
                          unnest([{values}]) AS value
-                  FROM {quote_identifier(wide_name)} w JOIN {index} i ON w.s = i.value),
+                  FROM {wide} w JOIN {index} i ON w.s = i.value),
                 defined AS (SELECT query, metric FROM long GROUP BY ALL HAVING count(value) > 0),
                 queries AS (SELECT DISTINCT query FROM long)
                 SELECT s.idx AS system, q.query, m.range AS metric,
@@ -585,7 +626,7 @@ def _scored(con: duckdb.DuckDBPyConnection, inputs: Inputs,
                 FROM {index} s CROSS JOIN queries q CROSS JOIN range({len(labels)}) m
                 LEFT JOIN long l ON l.system = s.idx AND l.query = q.query AND l.metric = m.range
                 LEFT JOIN defined d ON d.query = q.query AND d.metric = m.range""")
-            yield _Scored(per_query, systems, labels, temporary)
+            return per_query, systems, labels
     finally:
         for name in registered:
             con.unregister(name)
@@ -600,9 +641,12 @@ def _long(con: duckdb.DuckDBPyConnection, scored: _Scored) -> pa.Table:
         params={"systems": scored.systems, "labels": scored.labels}).to_arrow_table()
 
 
-def per_query(con: duckdb.DuckDBPyConnection, inputs: Inputs) -> pa.Table:
-    """The tidy per-query table alone (``Report.per_query``), without tests or intervals."""
-    with _scored(con, inputs) as scored:
+def per_query(con: duckdb.DuckDBPyConnection, inputs: Inputs,
+              baseline: str | None = None) -> pa.Table:
+    """The tidy per-query table alone (``Report.per_query``), without tests or intervals;
+    ``baseline``, when given, must name a system (checked before the evaluation)."""
+    checks = None if baseline is None else Options(baseline=baseline, correction=None)
+    with _scored(con, inputs, checks) as scored:
         return _long(con, scored)
 
 

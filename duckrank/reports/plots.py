@@ -16,6 +16,7 @@ open and the user's backend, rcParams and figure list are not touched.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from os import PathLike, fspath
 from pathlib import Path
@@ -24,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from duckrank.evaluation import PYTHON, Spelling
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -114,28 +117,75 @@ def plot(
 
     ``baseline``: a system; drawn first in every kind, and the reference of ``"difference"``
     (default there: the table's first system). ``title``: replaces the default title.
+
+    ``metric`` may also be written as requested, without the options that ``evaluate`` adds to
+    the label, when that names one family or label: ``"ndcg"`` for ``"ndcg(gain=exponential)"``,
+    ``"ndcg@10"`` for ``"ndcg(gain=exponential)@10"`` (ndcg over graded qrels).
     """
-    if kind not in KINDS:
-        raise ValueError(f"plot: kind must be one of {_listed(KINDS)}, got {kind!r}")
+    return draw(per_query, path, kind, metric, baseline, title=title)
+
+
+def output_format(path: str | PathLike[str], spelling: Spelling = PYTHON) -> str:
+    """The picture's format from ``path``'s suffix (``"png"`` or ``"svg"``); the command line
+    checks it before it scores anything."""
     suffix = Path(fspath(path)).suffix.lower()
     if suffix not in FORMATS:
-        raise ValueError(
-            f"plot: path must end in {' or '.join(FORMATS)} (the format is taken from it), "
-            f"got {fspath(path)!r}"
-        )
+        where = spelling.argument("output", fspath(path)) if spelling.cli else "path"
+        raise _error(spelling, f"{where} must end in {' or '.join(FORMATS)} (the format is "
+                     "taken from it)" + ("" if spelling.cli else f", got {fspath(path)!r}"))
+    return suffix[1:]
+
+
+def draw(per_query: Any, path: str | PathLike[str], kind: str = "curves",
+         metric: str | None = None, baseline: str | None = None, *, title: str | None = None,
+         spelling: Spelling = PYTHON) -> PlotData:
+    """``plot``, its errors spelled for Python or for ``duckrank plot`` (whose flags are
+    ``--kind``, ``--plot-metric`` and ``-o``)."""
+    if kind not in KINDS:
+        raise _error(spelling, f"kind must be one of {_listed(KINDS)}, got {kind!r}")
+    fmt = output_format(path, spelling)
     if metric is not None and not isinstance(metric, str):
         raise TypeError(f"plot: metric must be a metric label or family (str), got {metric!r}")
     table = _read(per_query)
     systems = _ordered_systems(table, baseline)
     if kind == "curves":
-        data = _curves(table, systems, metric)
+        data = _curves(table, systems, metric, spelling)
     elif kind == "distribution":
-        data = _distribution(table, systems, _label(table, metric, kind))
+        data = _distribution(table, systems, _label(table, metric, kind, spelling))
     else:
-        data = _difference(table, systems, _label(table, metric, kind))
+        data = _difference(table, systems, _label(table, metric, kind, spelling))
     figure = _draw(data, table.noun, title)
-    figure.savefig(path, format=suffix[1:], dpi=150)
+    figure.savefig(path, format=fmt, dpi=150)
     return data
+
+
+def _error(spelling: Spelling, message: str) -> ValueError:
+    """A ValueError naming ``plot`` from Python (the command line names its command)."""
+    return ValueError(message if spelling.cli else f"plot: {message}")
+
+
+def _metric_named(spelling: Spelling, metric: str | None = None) -> str:
+    """``metric 'ndcg@5'`` / ``--plot-metric ndcg@5``; without a value ``metric=`` /
+    ``--plot-metric``."""
+    if spelling.cli:
+        return spelling.argument("plot_metric", metric)
+    return "metric=" if metric is None else f"metric {metric!r}"
+
+
+def _kind_named(spelling: Spelling, kind: str) -> str:
+    return spelling.argument("kind", kind)
+
+
+def _resolve(name: str, present: Sequence[str]) -> str | None:
+    """``name`` if present, else the one present name that is ``name`` with options added
+    before its ``@k`` (``ndcg`` -> ``ndcg(gain=exponential)``, ``ndcg@10`` ->
+    ``ndcg(gain=exponential)@10``); None when there is none or more than one."""
+    if name in present:
+        return name
+    base, at, k = name.rpartition("@") if _CUTOFF.fullmatch(name) else (name, "", "")
+    pattern = re.compile(re.escape(base) + r"\([^()]*\)" + re.escape(at + k))
+    matches = [candidate for candidate in present if pattern.fullmatch(candidate)]
+    return matches[0] if len(matches) == 1 else None
 
 
 def _listed(names: Any) -> str:
@@ -232,21 +282,22 @@ def _metrics_present(table: _Table) -> str:
     return _listed(table.labels)
 
 
-def _label(table: _Table, metric: str | None, kind: str) -> str:
+def _label(table: _Table, metric: str | None, kind: str, spelling: Spelling) -> str:
     """The one metric label a distribution or difference is drawn for."""
     if metric is None:
         if len(table.labels) == 1:
             return table.labels[0]
-        raise ValueError(
-            f"plot: kind={kind!r} draws one metric: pass metric= one of "
-            f"{_listed(table.labels)}"
+        raise _error(
+            spelling, f"{_kind_named(spelling, kind)} draws one metric: pass "
+            f"{_metric_named(spelling)} one of {_listed(table.labels)}"
         )
-    if metric not in table.labels:
-        raise ValueError(
-            f"plot: metric {metric!r} is not in per_query; the metrics present are: "
-            f"{_listed(table.labels)}"
+    label = _resolve(metric, table.labels)
+    if label is None:
+        raise _error(
+            spelling, f"{_metric_named(spelling, metric)} is not in per_query; the metrics "
+            f"present are: {_listed(table.labels)}"
         )
-    return metric
+    return label
 
 
 def _families(table: _Table) -> dict[str, dict[int, int]]:
@@ -259,41 +310,44 @@ def _families(table: _Table) -> dict[str, dict[int, int]]:
     return families
 
 
-def _curve_family(table: _Table, metric: str | None) -> tuple[str, dict[int, int]]:
+def _curve_family(table: _Table, metric: str | None, spelling: Spelling
+                  ) -> tuple[str, dict[int, int]]:
     families = _families(table)
     curves = {name: ks for name, ks in families.items() if len(ks) > 1}
+    kind = _kind_named(spelling, "curves")
     if metric is None:
         if len(curves) == 1:
             return next(iter(curves.items()))
         if curves:
-            raise ValueError(
-                "plot: kind='curves' draws one metric family: pass metric= one of "
-                f"{_listed(curves)}"
-            )
-        raise ValueError(
-            "plot: kind='curves' needs a metric at two or more cut-offs (e.g. ndcg@1..20); "
+            raise _error(spelling, f"{kind} draws one metric family: pass "
+                         f"{_metric_named(spelling)} one of {_listed(curves)}")
+        raise _error(
+            spelling, f"{kind} needs a metric at two or more cut-offs (e.g. ndcg@1..20); "
             f"the metrics present are: {_listed(table.labels)}"
         )
-    if metric in families:
-        if metric not in curves:
-            (k,) = families[metric]
-            raise ValueError(
-                f"plot: kind='curves' needs metric {metric!r} at two or more cut-offs, per_query "
-                f"has it at k = {k} only; the metrics present are: {_listed(table.labels)}"
+    family = _resolve(metric, list(families))
+    if family is not None:
+        if family not in curves:
+            (k,) = families[family]
+            raise _error(
+                spelling, f"{kind} needs {_metric_named(spelling, metric)} at two or more "
+                f"cut-offs, per_query has it at k = {k} only; the metrics present are: "
+                f"{_listed(table.labels)}"
             )
-        return metric, curves[metric]
+        return family, curves[family]
     hint = (
-        f" (kind='curves' takes a family, without @k, e.g. {next(iter(families))!r})"
+        f" ({kind} takes a family, without @k, e.g. {next(iter(families))!r})"
         if families else ""
     )
-    raise ValueError(
-        f"plot: metric {metric!r} is not a metric family in per_query{hint}; the metrics "
-        f"present are: {_listed(table.labels)}"
+    raise _error(
+        spelling, f"{_metric_named(spelling, metric)} is not a metric family in "
+        f"per_query{hint}; the metrics present are: {_listed(table.labels)}"
     )
 
 
-def _curves(table: _Table, systems: list[str], metric: str | None) -> PlotData:
-    family, codes = _curve_family(table, metric)
+def _curves(table: _Table, systems: list[str], metric: str | None, spelling: Spelling
+            ) -> PlotData:
+    family, codes = _curve_family(table, metric, spelling)
     ks = sorted(codes)
     # Sums and counts of the defined values per (system, label) in one pass.
     cell = table.system * len(table.labels) + table.metric
@@ -361,7 +415,9 @@ def _difference(table: _Table, systems: list[str], label: str) -> PlotData:
                     means=means)
 
 
-def _figure(width: float, height: float, rows: int = 1) -> tuple[Figure, list[Axes]]:
+def figure_class() -> type[Figure]:
+    """matplotlib's ``Figure``, or a ModuleNotFoundError that says what to install (the command
+    line asks before it scores anything)."""
     try:
         from matplotlib.figure import Figure
     except ImportError as error:
@@ -371,7 +427,11 @@ def _figure(width: float, height: float, rows: int = 1) -> tuple[Figure, list[Ax
             f"plot: drawing needs matplotlib, which is not installed: {INSTALL_HINT}",
             name="matplotlib",
         ) from error
-    figure = Figure(figsize=(width, height), layout="constrained")
+    return Figure
+
+
+def _figure(width: float, height: float, rows: int = 1) -> tuple[Figure, list[Axes]]:
+    figure = figure_class()(figsize=(width, height), layout="constrained")
     axes = figure.subplots(rows, 1, sharey=True, squeeze=False)[:, 0]
     return figure, list(axes)
 

@@ -246,3 +246,45 @@ def test_without_matplotlib_the_error_says_what_to_install(evaluated, tmp_path,
         plot(evaluated[0], tmp_path / "x.png")
     assert error.value.name == "matplotlib"  # what the CLI catches to print its hint
     assert not (tmp_path / "x.png").exists()
+
+
+def test_metric_as_requested_names_the_labelled_family(evaluated, tmp_path) -> None:
+    """Over graded qrels evaluate labels ndcg 'ndcg(gain=exponential)@k'; the metric as the user
+    requested it (-m ndcg@10) names it when that is unambiguous. Expected: the same numbers as
+    with the full label (the tests above check those against pandas)."""
+    long, _ = evaluated
+    curves = plot(long, tmp_path / "a.png", metric="ndcg")
+    assert curves.metric == NDCG
+    assert curves.series["dense"].y.tolist() == plot(
+        long, tmp_path / "b.png", metric=NDCG).series["dense"].y.tolist()
+    box = plot(long, tmp_path / "c.png", kind="distribution", metric="ndcg@3")
+    assert box.metric == f"{NDCG}@3"
+    assert box.means == plot(long, tmp_path / "d.png", kind="distribution",
+                             metric=f"{NDCG}@3").means
+    # Two families that 'ndcg' could name: no guess, the error lists what is there.
+    ndcg = long[long["metric"].str.startswith(NDCG)]
+    both = pd.concat([ndcg, ndcg.assign(metric=ndcg["metric"].str.replace("exponential",
+                                                                          "linear"))])
+    with pytest.raises(ValueError, match="plot: metric 'ndcg' is not a metric family"):
+        plot(both, tmp_path / "e.png", metric="ndcg")
+
+
+def test_errors_spelled_for_the_command_line(evaluated, tmp_path) -> None:
+    """duckrank plot's flags are --kind, --plot-metric and -o/--output; its errors name them
+    (the CLI prefixes 'duckrank plot: ', so no 'plot: ' here)."""
+    from duckrank.evaluation import COMMAND_LINE
+    from duckrank.reports.plots import draw
+
+    long, _ = evaluated
+    with pytest.raises(ValueError) as error:
+        draw(long, tmp_path / "x.png", "distribution", spelling=COMMAND_LINE)
+    assert str(error.value).startswith(
+        "--kind distribution draws one metric: pass --plot-metric one of 'ndcg(gain=")
+    with pytest.raises(ValueError) as error:
+        draw(long, tmp_path / "x.png", "curves", "mrr", spelling=COMMAND_LINE)
+    assert str(error.value).startswith("--plot-metric mrr is not a metric family in per_query "
+                                       "(--kind curves takes a family")
+    with pytest.raises(ValueError) as error:
+        draw(long, tmp_path / "x.pdf", spelling=COMMAND_LINE)
+    assert str(error.value) == ("--output " + str(tmp_path / "x.pdf") + " must end in .png or "
+                                ".svg (the format is taken from it)")
