@@ -467,10 +467,14 @@ def reader_columns(roles: Mapping[str, str]) -> Columns:
 
 # --- inputs ---------------------------------------------------------------------------------------
 
-def _as_relation(
+def as_relation(
     con: duckdb.DuckDBPyConnection, table: Any, kind: str, roles: Mapping[str, str],
     registered: list[str], glob: bool = False,
 ) -> duckdb.DuckDBPyRelation:
+    """``table`` (a path, a DuckDB relation, or a pandas / polars / Arrow table or reader) as a
+    relation of ``con``. ``kind`` ('run' or 'qrels') and ``roles`` (role -> column) tell a file's
+    reader what to read; views registered for in-memory tables are appended to ``registered``
+    (the caller unregisters them)."""
     if isinstance(table, str | Path):
         return read_file(con, table, kind, columns=reader_columns(roles), glob=glob)
     if isinstance(table, duckdb.DuckDBPyRelation):
@@ -944,7 +948,7 @@ def evaluation(
         views = []
         tables = []
         for table, kind, roles in ((run, "run", names.run), (qrels, "qrels", names.qrels)):
-            relation = _as_relation(con, table, kind, roles, registered, glob)
+            relation = as_relation(con, table, kind, roles, registered, glob)
             view = f"duckrank_{kind}_view_{uuid.uuid4().hex}"
             relation.create_view(view)
             views.append(quote_identifier(view))

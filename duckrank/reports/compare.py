@@ -44,7 +44,7 @@ from duckrank.evaluation import (
     ColumnNames,
     DroppedRows,
     Spelling,
-    _as_relation,
+    as_relation,
     column_names,
     evaluation,
     reader_columns,
@@ -462,7 +462,7 @@ def _run_table(con: duckdb.DuckDBPyConnection, run: Any, inputs: Inputs, tempora
     """A view or table of ``con`` holding one run (a path or a table)."""
     if not isinstance(run, str | Path):
         view = temporary("VIEW")
-        _as_relation(con, run, "run", inputs.names.run, registered).create_view(view)
+        as_relation(con, run, "run", inputs.names.run, registered).create_view(view)
         return quote_identifier(view)
     fmt = file_format(run) if inputs.run_format == "auto" else inputs.run_format
     relation = read_file(con, run, "run", fmt, reader_columns(inputs.names.run),
