@@ -206,6 +206,54 @@ def _shown(grade: float | None) -> str:
     return "NULL" if grade is None else str(grade)
 
 
+def _map_parts(truth: pa.MapArray) -> tuple:
+    """A MapArray's keys as a ListArray, its grades as float64 (NaN for NULL), the row of each
+    entry and the grades' Arrow column (checked by ``_check_grades`` once the valid rows are
+    known)."""
+    offsets = truth.offsets.to_numpy().astype(np.int64)
+    nulls = truth.is_null().to_numpy(zero_copy_only=False)
+    keys = _list_of(offsets, truth.keys, nulls)
+    entry_row = np.repeat(np.arange(len(truth)), np.diff(offsets))
+    start, stop = int(offsets[0]), int(offsets[-1])
+    column = truth.items.slice(start, stop - start).cast(pa.float64())
+    grades = pc.fill_null(column, np.nan).to_numpy(zero_copy_only=False)
+    return keys, grades, entry_row, column
+
+
+def _check_grades(function: str, keys: pa.ListArray, grades: np.ndarray, column: pa.Array,
+                  checked: np.ndarray, negative: bool) -> None:
+    good = np.isfinite(grades) & (True if negative else grades >= 0)
+    bad = checked & ~good
+    if bad.any():
+        first = int(np.argmax(bad))
+        domain = "finite number" if negative else "finite number >= 0"
+        raise ValueError(
+            f"{function}: the grade of item {keys.values[first].as_py()} in truth must be a "
+            f"{domain}, got {_shown(column[first].as_py())}"
+        )
+
+
+def _grade_of_hits(function: str, rec: pa.ListArray, keys: pa.ListArray, hits: Hits,
+                   grades: np.ndarray, entry_row: np.ndarray) -> np.ndarray:
+    """The truth grade of each hit: hit ids and truth keys encoded together, each hit's
+    (row, id) binary-searched among the sorted (row, key) pairs of truth."""
+    rec_off = rec.offsets.to_numpy().astype(np.int64)
+    hit_rows = hits.row_of_hit
+    hit_ids = rec.values.take(pa.array(rec_off[hit_rows] + hits.positions - 1))
+    codes = pa.chunked_array([hit_ids, keys.values]).dictionary_encode().combine_chunks()
+    size = len(codes.dictionary) + 1
+    code = codes.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    hit_keys = hit_rows * size + code[: len(hit_ids)]
+    truth_keys = entry_row * size + code[len(hit_ids):]
+    order = np.argsort(truth_keys, kind="stable")
+    sorted_keys = truth_keys[order]
+    duplicate = sorted_keys[1:] == sorted_keys[:-1]
+    if duplicate.any():
+        item = keys.values[int(order[1:][duplicate][0])].as_py()
+        raise ValueError(f"{function}: item {item} appears twice in a truth map")
+    return grades[order[np.searchsorted(sorted_keys, hit_keys)]]
+
+
 def match_grades(
     rec: pa.Array | pa.ChunkedArray,
     truth: pa.Array | pa.ChunkedArray,
@@ -223,43 +271,118 @@ def match_grades(
         rows = np.repeat(np.arange(len(hits.K)), hits.n)
         return _grades_from_hits(hits, ones, _ideal(np.ones(len(rows)), rows, hits.k, len(hits.K)))
 
-    offsets = truth.offsets.to_numpy().astype(np.int64)
-    nulls = truth.is_null().to_numpy(zero_copy_only=False)
-    keys = _list_of(offsets, truth.keys, nulls)
+    keys, grades, entry_row, column = _map_parts(truth)
+    rec, keys = _same_kind(_as_list_array(rec), keys)
+    hits = match_hits(rec, keys, k)
+    _check_grades(function, keys, grades, column, hits.valid[entry_row], negative=False)
+    grade_of_hit = _grade_of_hits(function, rec, keys, hits, grades, entry_row)
+    return _grades_from_hits(hits, grade_of_hit, _ideal(grades, entry_row, hits.k, len(hits.K)))
+
+
+def relevant_grades(grades: np.ndarray, min_grade: float | None) -> np.ndarray:
+    """trec_eval's relevance of a grade (``duckrank.matching.sql.relevant_grade_sql``): grade
+    >= 0 and >= min_grade, or > 0 when min_grade is None. NaN (not in truth) is not relevant."""
+    with np.errstate(invalid="ignore"):
+        above = grades > 0 if min_grade is None else grades >= min_grade
+        return (grades >= 0) & above
+
+
+def match_graded_hits(
+    rec: pa.Array | pa.ChunkedArray,
+    truth: pa.Array | pa.ChunkedArray,
+    k: np.ndarray | int | None = None,
+    min_grade: float | None = None,
+    function: str = "match_graded_hits",
+) -> Hits:
+    """The binary match of rec against the relevant items of a MapArray truth
+    (``relevant_grades``), ids compared as the graded matching compares them. Negative grades
+    are allowed (never relevant); NULL, NaN and infinite ones raise ValueError."""
+    truth = combined(truth)
+    keys, grades, entry_row, column = _map_parts(truth)
+    rec = _as_list_array(rec)
+    _, cut, valid = _lengths_and_cutoffs(rec, truth, k)
+    _check_grades(function, keys, grades, column, valid[entry_row], negative=True)
+    relevant = relevant_grades(grades, min_grade)
+    counts = np.bincount(entry_row[relevant], minlength=len(truth))
+    kept = pa.ListArray.from_arrays(
+        pa.array(_offsets(counts), pa.int32()),
+        keys.values.filter(pa.array(relevant)),
+        mask=truth.is_null(),
+    )
+    rec, kept = _same_kind(rec, kept)
+    return match_hits(rec, kept, k)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """trec_eval's view of a batch of rows against MAP truth, flattened like ``Grades``.
+
+    ``top[top_offsets[r]:top_offsets[r + 1]]``: the grades of row r's top K in rec order, NaN
+    for an item not in truth, a repeat or a NULL item; ``relevant`` flags its relevant ones
+    (``relevant_grades``). ``ideal``/``ideal_offsets``: truth's positive grades, largest first
+    (all of them, not cut at k). ``n``: relevant items of truth; ``nn``: its judged non-relevant
+    ones (grade >= 0, not relevant). ``K``, ``k``, ``valid`` as in ``Hits``.
+    """
+
+    top: np.ndarray
+    relevant: np.ndarray
+    top_offsets: np.ndarray
+    ideal: np.ndarray
+    ideal_offsets: np.ndarray
+    K: np.ndarray
+    k: np.ndarray
+    n: np.ndarray
+    nn: np.ndarray
+    valid: np.ndarray
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The row of each element of ``top``."""
+        return np.repeat(np.arange(len(self.K)), np.diff(self.top_offsets))
+
+    def row_sum(self, values: np.ndarray) -> np.ndarray:
+        return np.bincount(self.rows, weights=values, minlength=len(self.K))
+
+    def running_count(self, flags: np.ndarray) -> np.ndarray:
+        """For each element of ``top``: how many flagged elements of its row rank above it."""
+        counts = flags.astype(np.int64)
+        return row_cumsum(counts, self.top_offsets) - counts
+
+
+def match_judged(
+    rec: pa.Array | pa.ChunkedArray,
+    truth: pa.Array | pa.ChunkedArray,
+    k: np.ndarray | int | None = None,
+    min_grade: float | None = None,
+    function: str = "match_judged",
+) -> Judged:
+    """The ``Judged`` view of a batch (``duckrank.matching.sql.judged_top_sql`` over Arrow): every
+    item of truth is matched, and each hit reads its grade."""
+    truth = combined(truth)
+    keys, grades, entry_row, column = _map_parts(truth)
     rec, keys = _same_kind(_as_list_array(rec), keys)
     hits = match_hits(rec, keys, k)
     rows = len(hits.K)
-
-    entry_row = np.repeat(np.arange(rows), np.diff(offsets))
-    start, stop = int(offsets[0]), int(offsets[-1])
-    grade_values = truth.items.slice(start, stop - start).cast(pa.float64())
-    grades = pc.fill_null(grade_values, np.nan).to_numpy(zero_copy_only=False)
-    bad = hits.valid[entry_row] & ~(np.isfinite(grades) & (grades >= 0))
-    if bad.any():
-        first = int(np.argmax(bad))
-        raise ValueError(
-            f"{function}: the grade of item {keys.values[first].as_py()} in truth must be a "
-            f"finite number >= 0, got {_shown(grade_values[first].as_py())}"
-        )
-
-    # Look up the grade of each hit: encode hit ids and truth keys together, then binary-search
-    # each hit's (row, id) among the sorted (row, key) pairs of truth.
-    rec_off = rec.offsets.to_numpy().astype(np.int64)
+    _check_grades(function, keys, grades, column, hits.valid[entry_row], negative=True)
+    top_offsets = _offsets(np.where(hits.valid, hits.K, 0))
+    top = np.full(top_offsets[-1], np.nan)
+    grade_of_hit = _grade_of_hits(function, rec, keys, hits, grades, entry_row)
     hit_rows = hits.row_of_hit
-    hit_ids = rec.values.take(pa.array(rec_off[hit_rows] + hits.positions - 1))
-    codes = pa.chunked_array([hit_ids, keys.values]).dictionary_encode().combine_chunks()
-    size = len(codes.dictionary) + 1
-    code = codes.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    hit_keys = hit_rows * size + code[: len(hit_ids)]
-    truth_keys = entry_row * size + code[len(hit_ids):]
-    order = np.argsort(truth_keys, kind="stable")
-    sorted_keys = truth_keys[order]
-    duplicate = sorted_keys[1:] == sorted_keys[:-1]
-    if duplicate.any():
-        item = keys.values[int(order[1:][duplicate][0])].as_py()
-        raise ValueError(f"{function}: item {item} appears twice in a truth map")
-    grade_of_hit = grades[order[np.searchsorted(sorted_keys, hit_keys)]]
-    return _grades_from_hits(hits, grade_of_hit, _ideal(grades, entry_row, hits.k, rows))
+    keep = hits.valid[hit_rows]
+    top[(top_offsets[:-1][hit_rows] + hits.positions - 1)[keep]] = grade_of_hit[keep]
+    relevant = relevant_grades(grades, min_grade)
+    judged_non = (grades >= 0) & ~relevant
+    positive = grades > 0
+    order = np.lexsort((-grades[positive], entry_row[positive]))
+    ideal = grades[positive][order]
+    return Judged(
+        top=top, relevant=relevant_grades(top, min_grade), top_offsets=top_offsets,
+        ideal=ideal, ideal_offsets=_offsets(np.bincount(entry_row[positive], minlength=rows)),
+        K=np.where(hits.valid, hits.K, 0), k=hits.k,
+        n=np.bincount(entry_row[relevant], minlength=rows).astype(np.int64),
+        nn=np.bincount(entry_row[judged_non], minlength=rows).astype(np.int64),
+        valid=hits.valid,
+    )
 
 
 def match_grade_lists(
@@ -302,6 +425,20 @@ def match_grade_lists(
     truth_grades, truth_row = flat(truth, np.where(valid, truth_len, 0), "truth")
     ideal_grades, ideal_offsets, n = _ideal(truth_grades, truth_row, cut, rows)
     return Grades(top, _offsets(top_len), ideal_grades, ideal_offsets, top_len, cut, n, valid)
+
+
+def row_cumsum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The running sum of ``values`` within each row (rows given by ``offsets``), added in row
+    order from each row's start, as SQL's list_sum over a prefix adds them (a global running sum
+    less the row's start would round differently), in a matrix of rows side by side."""
+    counts = np.diff(offsets)
+    if len(values) == 0:
+        return values.copy()
+    rows = np.repeat(np.arange(len(counts)), counts)
+    columns = np.arange(len(values)) - np.repeat(offsets[:-1] - offsets[0], counts)
+    matrix = np.zeros((len(counts), int(counts.max())), dtype=values.dtype)
+    matrix[rows, columns] = values
+    return np.cumsum(matrix, axis=1)[rows, columns]
 
 
 def gather_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -418,18 +418,45 @@ def positive_count_sql(grades: str) -> str:
     return f"len(list_filter({grades}, lambda g: g > 0))::BIGINT"
 
 
-def bad_grade_sql(function: str, truth: str) -> tuple[str, str]:
-    """(condition, error) for a MAP truth holding a grade that is NULL, NaN, infinite or negative;
-    the error names the function (a SQL expression), the first such item and its grade."""
+def bad_grade_sql(function: str, truth: str, negative: bool = False) -> tuple[str, str]:
+    """(condition, error) for a MAP truth holding a grade that is NULL, NaN, infinite or (unless
+    ``negative``: trec_eval's qrels, see ``relevant_grade_sql``) negative; the error names the
+    function (a SQL expression), the first such item and its grade."""
+    floor = "" if negative else " OR e.value < 0"
     bad = (
         f"list_filter(map_entries({truth}), "
-        "lambda e: e.value IS NULL OR NOT isfinite(e.value) OR e.value < 0)"
+        f"lambda e: e.value IS NULL OR NOT isfinite(e.value){floor})"
     )
+    domain = "finite number" if negative else "finite number >= 0"
     message = (
-        f"{function} || ': the grade of item ' || ({bad})[1].key || ' in truth must be a finite "
-        f"number >= 0, got ' || coalesce(({bad})[1].value::VARCHAR, 'NULL')"
+        f"{function} || ': the grade of item ' || ({bad})[1].key || ' in truth must be a "
+        f"{domain}, got ' || coalesce(({bad})[1].value::VARCHAR, 'NULL')"
     )
     return f"len({bad}) > 0", f"error({message})"
+
+
+# --- judged truth: trec_eval's reading of graded qrels -------------------------------------------
+# A MAP truth item -> grade read as trec_eval reads qrels: a grade >= 0 is a judgment, relevant
+# when it reaches the threshold (min_grade; NULL: grade > 0, trec_eval's default -l 1 on its
+# integer grades), else judged non-relevant; a negative grade is "in the pool but unjudged"
+# (trec_eval's RELVALUE_UNJUDGED, which infAP samples); an item missing from truth is "not in the
+# pool". Both kinds of unjudged documents are never relevant, whatever min_grade says.
+
+def relevant_grade_sql(grade: str, min_grade: str) -> str:
+    """True when ``grade`` (a DOUBLE, NULL for an item not in truth) is relevant."""
+    return (
+        f"({grade} >= 0 AND CASE WHEN {min_grade} IS NULL THEN {grade} > 0 "
+        f"ELSE {grade} >= try_cast({min_grade} AS DOUBLE) END)"
+    )
+
+
+def relevant_keys_sql(truth: str, min_grade: str) -> str:
+    """The items of a MAP truth whose grade is relevant, as a VARCHAR[] (the binary metrics'
+    LIST truth)."""
+    return (
+        f"list_transform(list_filter(map_entries({truth}), "
+        f"lambda e: {relevant_grade_sql('e.value', min_grade)}), lambda e: e.key)"
+    )
 
 
 def first_field_grades_sql(rec: str, k: str) -> str:

@@ -1,11 +1,24 @@
 """The metric records and their math: one ``record.Metric`` per metric (formula, conventions,
-SQL and numpy kernel) in ``binary``, ``graded``, ``preference``, ``correlation``; ``METRICS``."""
+SQL and numpy kernel) in ``binary``, ``graded``, ``preference``, ``correlation`` and
+``trec_eval``; ``METRICS``.
 
-from duckrank.metrics import binary, correlation, graded, preference
+Every binary metric over hit positions also takes a MAP truth (item -> grade), relevant meaning
+grade >= min_grade: that overload is derived here from its record
+(``trec_eval.graded_truth_overload``), never written twice. ndcg has its own graded record."""
+
+from duckrank.metrics import binary, correlation, graded, preference, trec_eval
 from duckrank.metrics.record import Metric
 
+_RECORDS: tuple[Metric, ...] = (
+    *binary.METRICS, *trec_eval.BINARY, *graded.METRICS, *trec_eval.JUDGED,
+    *preference.METRICS, *correlation.METRICS,
+)
+_HAS_MAP_TRUTH = {m.name for m in _RECORDS if m.truth_type.upper().startswith("MAP")}
+
 METRICS: tuple[Metric, ...] = (
-    *binary.METRICS, *graded.METRICS, *preference.METRICS, *correlation.METRICS
+    *_RECORDS,
+    *(trec_eval.graded_truth_overload(m) for m in _RECORDS
+      if m.inputs == "hits" and m.name not in _HAS_MAP_TRUTH),
 )
 
 

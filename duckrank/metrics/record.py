@@ -16,25 +16,111 @@ a row (see ``duckrank.matching``):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+import numbers
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 
 @dataclass(frozen=True)
+class Bounds:
+    """The domain of a number option: finite, within [low, high] (an end is open when its flag
+    says so; None: no bound there), and NULL only where ``nullable`` (the default then means
+    something else, as min_grade's NULL means grade > 0)."""
+
+    low: float | None = None
+    high: float | None = None
+    open_low: bool = False
+    open_high: bool = False
+    nullable: bool = False
+
+    def text(self) -> str:
+        parts = ["a finite number"]
+        if self.low is not None:
+            parts.append(f"{'>' if self.open_low else '>='} {self.low:g}")
+        if self.high is not None:
+            parts.append(f"{'<' if self.open_high else '<='} {self.high:g}")
+        text = " ".join(parts[:2]) + ("" if len(parts) < 3 else f" and {parts[2]}")
+        return text + (" or NULL" if self.nullable else "")
+
+    def invalid_sql(self, option: str) -> str:
+        """True when the option's value is outside the domain (a non-number included)."""
+        value = f"try_cast({option} AS DOUBLE)"
+        tests = [f"{value} IS NULL", f"NOT isfinite({value})"]
+        if self.low is not None:
+            tests.append(f"{value} {'<=' if self.open_low else '<'} {self.low!r}")
+        if self.high is not None:
+            tests.append(f"{value} {'>=' if self.open_high else '>'} {self.high!r}")
+        invalid = " OR ".join(tests)
+        return f"({option} IS NOT NULL AND ({invalid}))" if self.nullable else f"({invalid})"
+
+    def accepts(self, value: object) -> bool:
+        if value is None:
+            return self.nullable
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):
+            return False
+        number = float(value)
+        if not math.isfinite(number):
+            return False
+        if self.low is not None and (number <= self.low if self.open_low else number < self.low):
+            return False
+        return self.high is None or not (
+            number >= self.high if self.open_high else number > self.high
+        )
+
+
+@dataclass(frozen=True)
 class Option:
-    """A named SQL parameter of a function (``gain := 'linear'``)."""
+    """A named SQL parameter of a function (``gain := 'linear'``). A number option with
+    ``bounds`` is checked by ``bounded_option_errors_sql`` and ``check_bounded_options``; the
+    others (``choices``, or the graded metrics' numbers) by ``duckrank.metrics.graded``."""
 
     name: str
-    default: str | int | float
+    default: str | int | float | None
     doc: str
     choices: tuple[str, ...] = ()
+    bounds: Bounds | None = None
+
+    def other_value(self) -> str | int | float:
+        """A valid value other than the default, for tests that call every option away from
+        its default: the last other choice, or the first of a few numbers the bounds accept."""
+        if self.choices:
+            return [c for c in self.choices if c != self.default][-1]
+        start = 0.0 if self.default is None or isinstance(self.default, str) else self.default
+        candidates = (start + 1.5, start / 2, 2.0, 0.5, start + 0.05)
+        return next(v for v in candidates if v != self.default
+                    and (self.bounds is None or self.bounds.accepts(v)))
 
     def sql_default(self) -> str:
+        if self.default is None:
+            return "NULL"
         if isinstance(self.default, str):
             return "'" + self.default.replace("'", "''") + "'"
         return repr(self.default)
+
+
+def bounded_option_errors_sql(function: str, options: Iterable[Option]) -> list[tuple[str, str]]:
+    """(condition, error) pairs for the options with ``bounds`` whose value is outside them."""
+    checks = []
+    for option in options:
+        if option.bounds is None:
+            continue
+        message = (
+            f"'{function}: {option.name} must be {option.bounds.text()}, got ' "
+            f"|| coalesce({option.name}::VARCHAR, 'NULL')"
+        )
+        checks.append((option.bounds.invalid_sql(option.name), f"error({message})"))
+    return checks
+
+
+def check_bounded_options(function: str, options: Iterable[Option], values: dict) -> None:
+    """The kernels' twin of ``bounded_option_errors_sql``: ValueError with the same text."""
+    for option in options:
+        if option.bounds is not None and not option.bounds.accepts(values[option.name]):
+            raise ValueError(f"{function}: {option.name} must be {option.bounds.text()}, got "
+                             f"{values[option.name]!r}")
 
 
 @dataclass(frozen=True)
@@ -56,6 +142,19 @@ class Metric:
     * ``"grade_lists"``: the same placeholders and ``Grades``, from grades given directly
       (Hivemall's graded form: rec a list of structs whose first field is the grade, truth a list
       of grades); numpy matching is ``duckrank.matching.arrays.match_grade_lists``.
+
+    * ``"graded_hits"``: ``"hits"`` over a MAP truth (``truth_type``), relevant meaning grade >=
+      the ``min_grade`` option (NULL: grade > 0; a negative grade never), derived from a
+      ``"hits"`` record (``duckrank.metrics.trec_eval.graded_truth_overload``); ``kernel``
+      receives the ``Hits`` of ``duckrank.matching.arrays.match_graded_hits``.
+    * ``"judged"``: trec_eval's reading of a MAP truth (``duckrank.matching.sql``, judged
+      truth). Placeholders: ``{top}`` the grades of the top K in rec order (NULL: not in truth,
+      a repeat or a NULL item), ``{pos}``, ``{nonrel}``, ``{pool}`` the ascending ranks of its
+      relevant, judged non-relevant (grade >= 0, not relevant) and negative-grade items, ``{n}``
+      and ``{nn}`` the relevant and judged non-relevant items of truth, ``{ideal}`` truth's
+      positive grades, largest first (not cut at k), ``{K}``, ``{k}``; records that read
+      relevance take the ``min_grade`` option. ``kernel`` receives a
+      ``duckrank.matching.arrays.Judged`` from ``match_judged``.
 
     * ``"preferences"``, ``"system_preferences"``, ``"ranked_grades"``: no pure-SQL form
       (``sql`` is empty); DuckDB runs the kernel as a Python UDF behind a TEMP macro
@@ -87,6 +186,7 @@ class Metric:
     source: str = ""
     cutoff: bool = True  # False: the function takes no k
     first_argument: str = "rec"
+    result_type: str = "DOUBLE"  # the SQL type of the value; a VARCHAR kernel returns objects
 
     @property
     def cli_names(self) -> tuple[str, ...]:

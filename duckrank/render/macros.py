@@ -27,10 +27,12 @@ from duckrank.matching.sql import (
     native_handles_sql,
     native_matched_sql,
     positive_count_sql,
+    relevant_grade_sql,
+    relevant_keys_sql,
 )
 from duckrank.metrics import METRICS
 from duckrank.metrics.graded import option_errors_sql
-from duckrank.metrics.record import Metric
+from duckrank.metrics.record import Metric, bounded_option_errors_sql
 from duckrank.render import beyond_accuracy, ordered_list, protocol, trec
 from duckrank.render.quoting import quote_literal
 
@@ -70,6 +72,16 @@ def _helper_macros(native: bool) -> list[str]:
     ]
 
 
+def _option_checks(metric: Metric) -> list[tuple[str, str]]:
+    """(condition, error) pairs for the record's options: number options with ``bounds`` here,
+    the others by ``duckrank.metrics.graded.option_errors_sql``."""
+    unbounded = [o for o in metric.options if o.bounds is None]
+    return [
+        *option_errors_sql(metric.name, unbounded),
+        *bounded_option_errors_sql(metric.name, metric.options),
+    ]
+
+
 def _hits_body(metric: Metric, native: bool) -> str:
     """A binary metric's body. The row's match is bound once by a lambda over a one-element
     list, so that the metric's SQL can read the hit positions and n several times. rec and truth
@@ -80,16 +92,109 @@ def _hits_body(metric: Metric, native: bool) -> str:
     of matching step (``_matched``) is folded for the column types."""
     name = f"'{metric.name}'"
     cut = f"duckrank_cutoff({name}, rec, k)"
-    value = metric.sql.format(pos="m.pos", K="m.K", k="m.cut", n="m.n")
     per_row = _matched(
-        name, cut, lambda match: f"list_transform([{match}], lambda m: {value})[1]", native,
+        name, cut, lambda match: _hits_value(metric, match), native,
         count_truth="{n}" in metric.sql,
     )
-    checks = option_errors_sql(metric.name, metric.options)
+    checks = _option_checks(metric)
     whens = "".join(f"WHEN {condition} THEN {error} " for condition, error in checks)
     return (
         f"CASE {whens}WHEN rec IS NULL OR truth IS NULL OR {cut} IS NULL THEN NULL "
         f"ELSE {per_row} END"
+    )
+
+
+def _hits_value(metric: Metric, match: str) -> str:
+    """The metric's SQL over one row's match (a STRUCT from ``matched_sql``), bound once."""
+    value = metric.sql.format(pos="m.pos", K="m.K", k="m.cut", n="m.n")
+    return f"list_transform([{match}], lambda m: {value})[1]"
+
+
+def _graded_hits_body(metric: Metric, native: bool) -> str:
+    """A binary metric over MAP truth: rec as text against the items of relevant grade
+    (``relevant_keys_sql``), both bound once per row, matched by the native step (VARCHAR
+    against VARCHAR, which it always takes) or the SQL form. Negative grades are allowed
+    (trec_eval's qrels); NULL, NaN and infinite ones are an error naming the item."""
+    name = f"'{metric.name}'"
+    row = (
+        f"struct_pack(rec := CAST(rec AS VARCHAR[]), truth := "
+        f"{relevant_keys_sql('truth', 'min_grade')}, cut := duckrank_cutoff({name}, rec, k))"
+    )
+    match = (native_matched_sql(name, "r.rec", "r.truth", "r.cut") if native
+             else matched_sql("r.rec", "r.truth", "r.cut", count_truth="{n}" in metric.sql))
+    grade, error = bad_grade_sql(name, "truth", negative=True)
+    checks = [
+        *_option_checks(metric),
+        ("rec IS NULL OR truth IS NULL OR duckrank_cutoff(" + name + ", rec, k) IS NULL",
+         "NULL"),
+        (grade, error),
+    ]
+    whens = "".join(f"WHEN {condition} THEN {result} " for condition, result in checks)
+    per_row = f"list_transform([{row}], lambda r: {_hits_value(metric, match)})[1]"
+    return f"CASE {whens}ELSE {per_row} END"
+
+
+def _judged_body(metric: Metric, native: bool) -> str:
+    """A measure over judged truth (``inputs="judged"``), from what its SQL reads: the ranks of
+    the relevant, judged non-relevant, judged and negative-grade items of the top K, each from a
+    match of rec (as text) against those items of truth (the binary matching step: native,
+    hashed, when loaded), and the grades of the top K for the gain measures (the graded step,
+    native for VARCHAR and integer ids). The row, the key lists and the ranks are bound once by
+    lambdas over one-element lists."""
+    name = f"'{metric.name}'"
+    row = (
+        "struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, "
+        f"entries := map_entries(truth), cut := duckrank_cutoff({name}, rec, k))"
+    )
+    relevant = relevant_grade_sql("e.value", "min_grade")
+    kinds = {  # rank placeholder -> the grades it takes
+        "pos": relevant, "nonrel": f"e.value >= 0 AND NOT {relevant}",
+        "judged": "e.value >= 0", "pool": "e.value < 0",
+    }
+    top_len = "least(jrow.cut, len(jrow.rec))"
+    gains = (native_grades_sql if native else graded_top_sql)("jrow.text", "jrow.truth", "jrow.cut")
+    counts = {
+        "n": f"len(list_filter(jrow.entries, lambda e: {relevant}))",
+        "nn": f"len(list_filter(jrow.entries, lambda e: {kinds['nonrel']}))",
+        "ideal": "list_reverse_sort(list_filter(map_values(jrow.truth), lambda x: x > 0))",
+        "gains": gains,
+    }
+    used = {f for f in (*counts, *kinds) if "{" + f + "}" in metric.sql}
+    if "min_grade" not in {o.name for o in metric.options} and used & {"n", "nn", "pos", "nonrel"}:
+        raise ValueError(f"{metric.name}: reads relevance but has no min_grade option")
+    keys = "".join(
+        f", {kind}_keys := list_transform(list_filter(jrow.entries, lambda e: {test}), "
+        "lambda e: e.key)" for kind, test in kinds.items() if kind in used
+    )
+    matched = f"struct_pack(K := {top_len}, cut := jrow.cut, text := jrow.text{keys}" + "".join(
+        f", {field} := {value}" for field, value in counts.items() if field in used
+    ) + ")"
+
+    def ranks(kind: str) -> str:
+        keys = f"jmatch.{kind}_keys"
+        match = (native_matched_sql(name, "jmatch.text", keys, "jmatch.cut") if native
+                 else matched_sql("jmatch.text", keys, "jmatch.cut", count_truth=False))
+        return f"list_sort(({match}).pos)"
+
+    ranked = "struct_pack(m := jmatch" + "".join(
+        f", {kind} := {ranks(kind)}" for kind in kinds if kind in used
+    ) + ")"
+    value = metric.sql.format(
+        gains="jranks.m.gains", K="jranks.m.K", k="jranks.m.cut", n="jranks.m.n",
+        nn="jranks.m.nn", ideal="jranks.m.ideal",
+        **{kind: f"jranks.{kind}" for kind in kinds},
+    )
+    grade, error = bad_grade_sql(name, "jrow.truth", negative=True)
+    checks = [
+        *_option_checks(metric),
+        ("jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL", "NULL"),
+        (grade, error),
+    ]
+    whens = " ".join(f"WHEN {condition} THEN {result}" for condition, result in checks)
+    return (
+        f"list_transform([{row}], lambda jrow: CASE {whens} ELSE "
+        f"list_transform([{matched}], lambda jmatch: list_transform([{ranked}], "
+        f"lambda jranks: {value})[1])[1] END)[1]"
     )
 
 
@@ -117,7 +222,7 @@ def _graded_body(
         top="g.top", ideal="g.ideal", n="g.n", K="least(r.cut, len(r.rec))", k="r.cut"
     )
     checks = [
-        *option_errors_sql(metric.name, metric.options),
+        *_option_checks(metric),
         ("r.rec IS NULL OR r.truth IS NULL OR r.cut IS NULL", "NULL"),
         *grade_checks,
     ]
@@ -163,7 +268,18 @@ def _grade_lists_body(metric: Metric, native: bool) -> str:
     )
 
 
-BODIES = {"hits": _hits_body, "grades": _grades_body, "grade_lists": _grade_lists_body}
+BODIES = {
+    "hits": _hits_body, "grades": _grades_body, "grade_lists": _grade_lists_body,
+    "graded_hits": _graded_hits_body, "judged": _judged_body,
+}
+
+# trec_eval's gm_map and gm_bpref: a per-query value (average_precision, bpref) averaged
+# geometrically, each value first raised to trec_eval's floor MIN_GEO_MEAN (1e-5, trec_eval.h) so
+# that a 0 does not make the mean 0. An aggregate macro: trec_geomean(bpref(rec, truth)).
+GEOMEAN_MACRO = (
+    "CREATE OR REPLACE MACRO trec_geomean(x, floor := 1e-5) AS "
+    "exp(avg(ln(greatest(x, floor))))"
+)
 
 
 def _shadow_guard(name: str, schema: str, body: str) -> str:
@@ -220,6 +336,7 @@ def sql_statements(
     native forms, which are TEMP macros: see ``_shadow_guard``)."""
     statements = [
         *_helper_macros(native),
+        GEOMEAN_MACRO,
         *(m.strip() for m in (
             *ordered_list.MACROS, *trec.MACROS, *protocol.MACROS, *beyond_accuracy.MACROS
         )),

@@ -35,6 +35,23 @@ Conventions shared by the binary metrics (`duckrank/matching/`):
   position and are never hits.
 - NULL rec or NULL truth gives NULL.
 
+Binary metrics on graded truth: every binary metric also takes `truth` as a
+`MAP(VARCHAR, DOUBLE)` of item -> grade, with `min_grade`: relevant means grade >= min_grade
+(NULL, the default: grade > 0, trec_eval's rule). rec items are matched by their text, as the
+graded metrics match them. A negative grade is never relevant (trec_eval: in the pool but
+unjudged); a NULL, NaN or infinite grade is an error naming the item.
+
+trec_eval's measures (`duckrank/metrics/trec_eval.py`): rec is the ranking in trec_eval's order
+(score descending, then docno descending); K = min(k, len(rec)) is trec_eval's num_ret. They give
+trec_eval's value where trec_eval divides by a count that is 0 (0 for a query without relevant
+items), NULL only for NULL inputs. The measures that need judgments (`bpref`, `infap`, `unjudged`,
+`num_nonrel_judged_ret`, `rbp_resid`, `relstring`, `ndcg_rel`, `rndcg`, `normalized_gain`) take
+MAP truth only and read it as trec_eval reads qrels: grade >= 0 judged (relevant or not by
+`min_grade`), negative in the pool but unjudged, an item missing from truth not in the pool.
+trec_eval's gm_map and gm_bpref average geometrically: `trec_geomean(x, floor := 1e-5)` is the
+aggregate exp(avg(ln(greatest(x, floor)))), trec_eval's floor MIN_GEO_MEAN included, e.g.
+`select trec_geomean(bpref(rec, truth)) from runs`.
+
 Speed: pass `rec` and `truth` as columns (or build them in a CTE). An expression in their place,
 such as `ndcg(list_distinct(rec), truth, 10)`, gives the same value but DuckDB evaluates it again
 for every list element inside the macro's lambdas.
@@ -50,7 +67,9 @@ def _metric_section(overloads: list[Metric]) -> str:
         lines.append(f"- NULL: {metric.undefined}")
         for option in metric.options:
             choices = f" One of {', '.join(map(repr, option.choices))}." if option.choices else ""
-            lines.append(f"- `{option.name}` (default `{option.default!r}`): {option.doc}{choices}")
+            bounds = f" Must be {option.bounds.text()}." if option.bounds else ""
+            default = option.sql_default()
+            lines.append(f"- `{option.name}` (default `{default}`): {option.doc}{choices}{bounds}")
         if metric.peers:
             lines.append(f"- Peer tools: {metric.peers}")
         if metric.source:
