@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 import duckrank
 from duckrank.matching.arrays import match_grade_lists, match_grades, match_hits
-from duckrank.metrics import METRICS
+from duckrank.metrics import METRICS, trec_eval
 from duckrank.metrics.preference import DISCOUNTS
 
 VECTOR_SIZE = 2048
@@ -372,7 +372,10 @@ OPTION_CHOICES: dict[str, list[dict]] = {
     "ndcg_grades": [{}, {"gain": "linear", "discount": "jarvelin", "base": 3}],
 }
 
-SQL_RECORDS = [m for m in METRICS if m.inputs in ("hits", "grades")]
+# The records with an independent reference above (the trec_eval measures have theirs in
+# tests/metrics/test_trec_eval_measures.py).
+SQL_RECORDS = [m for m in METRICS if m.inputs in ("hits", "grades")
+               and m.name in BINARY_REFERENCES.keys() | GRADED_REFERENCES.keys()]
 
 
 def _record_id(metric) -> str:
@@ -958,6 +961,8 @@ def test_hivemall_to_ordered_map_and_collections_equal_the_reference(con, rows, 
 def test_every_metric_and_hivemall_function_has_a_property():
     covered = {m.name for m in SQL_RECORDS} | {"ndcg_grades", "edrc", "edrc_preferences",
                                                  *CORRELATIONS}
+    # The trec_eval measures are checked against trec_eval's own code (pytrec-eval-terrier).
+    covered |= {m.name for m in (*trec_eval.BINARY, *trec_eval.JUDGED)}
     assert covered == {m.name for m in METRICS}
     hivemall_functions = {
         row[0] for row in duckrank.connect().execute(

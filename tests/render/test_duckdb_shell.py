@@ -184,8 +184,7 @@ def _option_values(metric: Metric) -> list[dict]:
     variants: list[dict] = [{}]
     variants += [{o.name: c} for o in metric.options for c in o.choices if c != o.default]
     if metric.options:
-        variants.append({o.name: o.choices[-1] if o.choices else o.default + 1.5
-                         for o in metric.options})
+        variants.append({o.name: o.other_value() for o in metric.options})
     return variants
 
 
