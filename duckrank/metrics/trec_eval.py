@@ -192,15 +192,14 @@ def _set_recall(h: Hits) -> np.ndarray:
 
 
 def _set_map(h: Hits) -> np.ndarray:
-    return _defined(h, _safe_ratio(h.counts, h.K) * _safe_ratio(h.counts, h.n))
+    # One division, as m_set_map.c: the product of two quotients differs in the last bit.
+    return _defined(h, _safe_ratio(h.counts * h.counts, h.K * h.n))
 
 
 def _set_f(h: Hits, *, beta: float = 1.0) -> np.ndarray:
     check_bounded_options("set_f", (BETA,), {"beta": beta})
     precision, recall = _safe_ratio(h.counts, h.K), _safe_ratio(h.counts, h.n)
-    weight = beta * beta
-    return _defined(h, _safe_ratio((weight + 1) * precision * recall,
-                                   weight * precision + recall))
+    return _defined(h, _safe_ratio((beta + 1) * precision * recall, beta * precision + recall))
 
 
 def _relative_precision(h: Hits) -> np.ndarray:
@@ -290,14 +289,16 @@ SET_RECALL = _record(
 )
 SET_MAP = _record(
     "set_map", "trec_eval's set_map: set precision times set recall.",
-    "(hits / K) * (hits / n)",
-    f"{_ratio('len({pos})', '{K}')} * {_ratio('len({pos})', '{n}')}", _set_map, "set_map",
+    "hits^2 / (K n), divided once (m_set_map.c); 0 when K or n is 0",
+    _ratio("len({pos}) * len({pos})", "{K} * {n}"), _set_map, "set_map",
 )
 SET_F = _record(
     "set_f", "F-measure of the retrieved set (trec_eval's set_F).",
-    "(beta^2 + 1) P R / (beta^2 P + R), P = hits / K, R = hits / n; 0 when P + R = 0",
+    "(beta + 1) P R / (beta P + R), P = hits / K, R = hits / n; 0 when P + R = 0. As "
+    "trec_eval's m_set_F.c, beta weighs recall directly: set_f(beta := b) is the usual F "
+    "measure of parameter sqrt(b) (beta := 4 gives the textbook F2)",
     "list_transform([struct_pack(sp := " + _ratio("len({pos})", "{K}") + ", sr := "
-    + _ratio("len({pos})", "{n}") + ", w := pow(try_cast(beta AS DOUBLE), 2))], lambda f: "
+    + _ratio("len({pos})", "{n}") + ", w := try_cast(beta AS DOUBLE))], lambda f: "
     + _ratio("(f.w + 1) * f.sp * f.sr", "f.w * f.sp + f.sr") + ")[1]",
     _set_f, "set_F", options=(BETA,),
 )

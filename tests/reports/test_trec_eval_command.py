@@ -33,6 +33,7 @@ from duckrank.reports.trec_eval import (
     Value,
     add_parser,
     check_available,
+    needed_functions,
     requested_values,
     run,
     trec_eval,
@@ -138,8 +139,10 @@ def _expected_lines(tag: str, values: dict, per_query: bool = False,
 
 @pytest.fixture(scope="module")
 def con() -> duckdb.DuckDBPyConnection:
-    """One connection for the module: registering duckrank takes seconds."""
-    connection = duckrank.connect()
+    """One connection for the module, with the functions of every measure registered, as the
+    command registers them (``needed_functions``; every function takes seconds)."""
+    every = requested_values([m.name for m in MEASURES])
+    connection = duckrank.connect(functions=needed_functions(every))
     yield connection
     connection.close()
 
@@ -158,17 +161,6 @@ def test_the_command_prints_trec_eval_lines_for_the_default_measures(tmp_path: P
     assert capsys.readouterr().out.splitlines() == _expected_lines(tag, values)
 
 
-# Measures whose duckrank function (duckrank/metrics/trec_eval.py) does not yet give
-# trec_eval's number; each has its own strict xfail below, which fails once it is fixed.
-KNOWN_DIFFERENCES = {
-    # m_set_map.c: num_rel_ret^2 / (num_ret * num_rel), one division; the function multiplies
-    # two quotients, which can differ in the last bit and print 0.3062 for trec_eval's 0.3063.
-    "set_map": "set_map(rec, truth) should divide hits^2 by (K * n) in one step",
-    # m_set_F.c: (beta + 1) P R / (beta P + R); the function squares beta.
-    "set_F": "set_f(rec, truth, beta := b) should weigh by beta, not beta^2",
-}
-
-
 def _without(lines: list[str], names: set[str]) -> list[str]:
     return [line for line in lines if line.split()[0] not in names]
 
@@ -178,7 +170,7 @@ def test_all_trec_per_query_lines_and_full_precision(tmp_path: Path, con) -> Non
     0) is checked by hand in its own test."""
     qrels, ranking = _generated(tmp_path, seed=1)
     tag, values = _expected(qrels, ranking, ["all_trec"])
-    skipped = {"relstring", *KNOWN_DIFFERENCES}
+    skipped = {"relstring"}
     for row in values.values():
         del row["relstring"]
     printed = trec_eval_lines(qrels, ranking, ["all_trec"], per_query=True, connection=con)
@@ -190,10 +182,11 @@ def test_all_trec_per_query_lines_and_full_precision(tmp_path: Path, con) -> Non
             assert value == pytest.approx(values[qid][measure], abs=1e-12), (measure, qid)
 
 
-@pytest.mark.parametrize("request_", ["set_map", "set_F.0.5"])
-@pytest.mark.xfail(strict=True, reason="; ".join(KNOWN_DIFFERENCES.values()))
-def test_known_differences_bit_for_bit(tmp_path: Path, con, request_: str) -> None:
-    """The same double as trec_eval (pytrec_eval), so that the 4 printed decimals agree."""
+@pytest.mark.parametrize("request_", ["set_map", "set_F.0.5", "set_F.4"])
+def test_set_measures_bit_for_bit(tmp_path: Path, con, request_: str) -> None:
+    """The same double as trec_eval (pytrec_eval), so that the 4 printed decimals agree:
+    set_map divides once (m_set_map.c; two quotients multiplied printed 0.3062 for 0.3063) and
+    set_F weighs recall by beta itself, not beta^2 (m_set_F.c)."""
     qrels, ranking = _generated(tmp_path, seed=1)
     name = request_.split(".")[0]
     _, values = _expected(qrels, ranking, [request_])
@@ -302,6 +295,9 @@ def test_bad_requests_name_the_flag(tmp_path: Path, capsys, argv: list[str],
 @pytest.mark.parametrize(("qrels_lines", "run_lines", "message"), [
     (["1 0 a 1"], ["1 Q0 a 1 2 t", "1 Q0 a 2 1 t"], "the run ranks document 'a' twice for query"),
     (["1 0 a 1", "1 0 a 1"], ["1 Q0 a 1 2 t"], "judge document 'a' twice for query '1'"),
+    # trec_eval reads every judgment (also of a query the run lacks) before it evaluates.
+    (["1 0 a 1", "2 0 b 1", "2 0 b 0"], ["1 Q0 a 1 2 t"], "judge document 'b' twice for query '2'"),
+    (["1 0 a 1", "1 0 a 1"], ["2 Q0 a 1 2 t"], "judge document 'a' twice for query '1'"),
     (["1 0 a 1"], ["2 Q0 a 1 2 t"], "no query is in both"),
 ])
 def test_trec_eval_input_errors(tmp_path: Path, con, qrels_lines: list[str],
@@ -350,3 +346,31 @@ def test_trec_eval_10_measures_by_hand(tmp_path: Path, con) -> None:
                      connection=con)
     assert rows == [("rbp_p=0.5", "all", 0.625), ("rbp_resid_p=0.5", "all", 0.125),
                     ("unj_2", "all", 0.0), ("unj_4", "all", 0.25), ("unj_10", "all", 0.2)]
+
+
+def test_a_full_connection_gives_the_same_lines_and_keeps_no_macro_of_the_command(
+        tmp_path: Path, con) -> None:
+    """The binary measures are their records' formulas over one match per query, in TEMP macros
+    made for one evaluation (formula_macros): a connection with every duckrank function prints
+    the same lines (the lines are pytrec_eval's: test_all_trec_per_query_lines_...), and holds
+    none of those macros afterwards."""
+    qrels, ranking = _generated(tmp_path, seed=3)
+    full = duckrank.connect()
+    requests = ["all_trec", "rbp", "unj.3"]
+    lines = trec_eval_lines(qrels, ranking, requests, per_query=True, complete=True,
+                            max_docs=9, connection=full)
+    assert lines == trec_eval_lines(qrels, ranking, requests, per_query=True, complete=True,
+                                    max_docs=9, connection=con)
+    left = full.execute("SELECT count(*) FROM duckdb_functions() "
+                        "WHERE function_name LIKE 'duckrank_trec_eval%'").fetchall()
+    full.close()
+    assert left == [(0,)]
+
+
+def test_the_command_registers_only_the_functions_of_its_measures() -> None:
+    """trec_eval's default measures need neither ndcg nor the graded truths' functions."""
+    default = needed_functions(requested_values([]))
+    assert {"read_trec_run", "read_trec_qrels", "to_ordered_list", "duckrank_matched",
+            "precision_at", "bpref"} <= set(default)
+    assert "ndcg" not in default and "infap" not in default
+    assert "ndcg" in needed_functions(requested_values(["ndcg_cut.10"]))
