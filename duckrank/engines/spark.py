@@ -18,6 +18,12 @@ likelihood])``, ``spearman(rec, truth)`` ...), so an option may also be given by
 as in DuckDB. Options are named arguments (``gain => 'linear'``) and must be constant within a
 query.
 
+The binary metrics also have a native form, without Python workers: ``metric_sql(name, rec,
+truth, k, **options)`` returns Spark SQL text (``metric`` a ``Column``) that
+``duckrank.render.spark_sql`` translates from the record's DuckDB SQL; ``mllib_sql`` gives MLlib
+``RankingEvaluator``'s values with it. They are not registered as SQL functions: Spark's SQL
+functions need declared parameter types, to which they cast arguments silently (docs/spark.md).
+
 ``to_ordered_list`` comes twice (see docs/spark.md for the choice):
 
 * ``to_ordered_list_sql(value, key, options)`` / ``to_ordered_list(...)``: Spark's native
@@ -36,6 +42,7 @@ Executors need numpy, pyarrow and duckrank importable (docs/spark.md shows how t
 
 from __future__ import annotations
 
+import decimal
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,7 +56,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import DataType, _parse_datatype_string
 
-from duckrank.matching.arrays import Hits, match_grade_lists, match_grades, match_hits
+from duckrank.matching.arrays import (
+    Hits,
+    match_grade_lists,
+    match_graded_hits,
+    match_grades,
+    match_hits,
+    match_judged,
+)
 from duckrank.matching.preferences import (
     match_preferences,
     match_ranked_grades,
@@ -58,6 +72,7 @@ from duckrank.matching.preferences import (
 )
 from duckrank.metrics import METRICS
 from duckrank.metrics.record import Metric
+from duckrank.render import spark_sql
 
 
 def _is_list(data_type: pa.DataType) -> bool:
@@ -169,6 +184,26 @@ def _without_k(match: Callable[[pa.Array, pa.Array, str], Any]) -> Callable[...,
     return matched
 
 
+def _deferred(rec: pa.Array, truth: pa.Array, cut: np.ndarray | None, function: str) -> tuple:
+    """The arguments themselves: kinds whose matching reads an option (min_grade) match in
+    their ``values``."""
+    return rec, truth, cut, function
+
+
+def _graded_hits_values(metric: Metric, matched: tuple, settings: dict[str, object]) -> Any:
+    rec, truth, cut, function = matched
+    hits = match_graded_hits(rec, truth, cut, min_grade=settings.get("min_grade"),
+                             function=function)
+    return metric.kernel(hits, **settings)
+
+
+def _judged_values(metric: Metric, matched: tuple, settings: dict[str, object]) -> Any:
+    rec, truth, cut, function = matched
+    judged = match_judged(rec, truth, cut, min_grade=settings.get("min_grade"),
+                          function=function)
+    return metric.kernel(judged, **settings)
+
+
 _PREFERENCES = "ARRAY<STRUCT<preferred T, other T>>"
 
 INPUT_KINDS: dict[str, InputKind] = {
@@ -189,6 +224,12 @@ INPUT_KINDS: dict[str, InputKind] = {
     ),
     "ranked_grades": InputKind(
         _without_k(match_ranked_grades), _ids_and_graded_map, "rec ARRAY<T>, truth MAP<T, grade>"
+    ),
+    "graded_hits": InputKind(
+        _deferred, _ids_and_graded_map, "rec ARRAY<T>, truth MAP<T, grade>", _graded_hits_values
+    ),
+    "judged": InputKind(
+        _deferred, _ids_and_graded_map, "rec ARRAY<T>, truth MAP<T, grade>", _judged_values
     ),
 }
 
@@ -253,7 +294,10 @@ def _constant_option(function: str, name: str, values: pa.Array | None, default:
         raise ValueError(
             f"{function}: option {name} must be one constant per query, got {distinct.to_pylist()}"
         )
-    return distinct[0].as_py()
+    value = distinct[0].as_py()
+    # Spark reads a literal such as 3.5 as a DECIMAL; the options are DOUBLEs, as DuckDB's
+    # macros cast them (try_cast(option AS DOUBLE)).
+    return float(value) if isinstance(value, decimal.Decimal) else value
 
 
 def _head(lists: pa.Array, lengths: np.ndarray) -> pa.Array:
@@ -327,6 +371,8 @@ class SparkFunction:
         elif k is not None:
             raise ValueError(f"{self.name} takes no k: {metric.signature}")
         matched = kind.match(rec, truth, cut, self.name)
+        if metric.result_type == "VARCHAR":  # relstring: text, None where NULL
+            return pa.array(kind.values(metric, matched, settings), type=pa.string())
         values = np.asarray(kind.values(metric, matched, settings), dtype=np.float64)
         return pa.array(values, type=pa.float64(), mask=np.isnan(values))
 
@@ -373,6 +419,60 @@ def unsupported_metrics() -> list[Metric]:
     """Records that have no Spark function (no kernel, or an ``inputs`` kind not wired in):
     none today; kept so that a new kind shows up here (and in the tests) until it is wired."""
     return [m for m in METRICS if m.kernel is None or m.inputs not in INPUT_KINDS]
+
+
+# --- native forms: Spark SQL expressions from the records ---------------------------------------
+
+def native_metrics() -> list[str]:
+    """The metrics with a native Spark SQL form (``metric_sql``): the binary ``hits`` records
+    whose DuckDB SQL ``duckrank.render.spark_sql`` translates."""
+    return list(spark_sql.spark_sql_records())
+
+
+def metric_sql(name: str, rec: str = "rec", truth: str = "truth", k: int | str | None = None,
+               **options: object) -> str:
+    """Spark SQL text of the binary metric ``name`` (list truth) as Spark's own expressions, for
+    any id type: ``spark.sql(f"select avg({metric_sql('ndcg', k=10)}) from eval")``. It runs in
+    the JVM, without Python workers, and gives the registered function's values.
+
+    ``rec`` and ``truth`` are column names or Spark SQL expressions; ``k`` a positive integer,
+    ``'all'`` or None (the whole of rec), or another string: a column or expression holding a
+    per-row k (checked per row, NULL k gives NULL). Options are Python constants
+    (``denominator='k'``); a bad one is a ValueError here, with the text of DuckDB's."""
+    k_sql = _quoted(k) if isinstance(k, str) and k != "all" else k
+    return spark_sql.metric_sql(name, _quoted(rec), _quoted(truth), k_sql, **options)
+
+
+# MLlib's RankingEvaluator metric -> (duckrank metric, options giving MLlib's convention), as
+# MLlib's RankingMetrics computes them: precisionAtK divides the hits in the top min(k, len(rec))
+# by k; meanAveragePrecisionAtK divides the sum of precisions at the hits by min(k, |truth|);
+# ndcgAtK's ideal DCG holds min(k, |truth|) hits (its discount 1 / ln(i + 2) is duckrank's
+# 1 / log2(i + 1) times ln 2, which cancels in the ratio); recallAtK divides by |truth|. MLlib
+# scores a row with an empty truth 0 and averages over every row; it counts a repeated hit in
+# rec again, where duckrank counts it as a miss (the values agree on lists without repeats).
+MLLIB = {
+    "ndcgAtK": ("ndcg", {}),
+    "meanAveragePrecisionAtK": ("average_precision", {"denominator": "min_k_truth"}),
+    "precisionAtK": ("precision_at", {"denominator": "k"}),
+    "recallAtK": ("recall_at", {}),
+}
+
+
+def mllib_sql(metric: str, k: int, rec: str = "rec", truth: str = "truth") -> str:
+    """Spark SQL aggregate giving MLlib's ``RankingEvaluator`` value of ``metric`` (a name of
+    ``MLLIB``) with duckrank's native form: the per-row value under MLlib's convention, averaged
+    as MLlib averages (NULL, an empty truth, counts as 0)."""
+    if metric not in MLLIB:
+        raise ValueError(f"mllib_sql: metric must be one of {', '.join(MLLIB)}, got {metric!r}")
+    name, options = MLLIB[metric]
+    return f"avg(coalesce({metric_sql(name, rec, truth, k, **options)}, 0D))"
+
+
+def metric(name: str, rec: str = "rec", truth: str = "truth", k: int | str | None = None,
+           **options: object) -> Column:
+    """``metric_sql`` as a DataFrame ``Column``:
+    ``df.select(F.avg(metric("ndcg", "rec", "truth", 10)))``."""
+    return F.expr(metric_sql(name, rec, truth, k, **options))
 
 
 # --- to_ordered_list -----------------------------------------------------------------------------
@@ -506,7 +606,8 @@ def register(spark: SparkSession, *, ordered_list_type: str = "bigint") -> list[
     """
     names = []
     for name, function in spark_functions().items():
-        udf = F.arrow_udf(function.batch_function(), "double")
+        returns = "string" if function.overloads[0].result_type == "VARCHAR" else "double"
+        udf = F.arrow_udf(function.batch_function(), returns)
         spark.udf.register(name, udf)
         names.append(name)
     element: DataType = _parse_datatype_string(ordered_list_type)
