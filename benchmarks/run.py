@@ -21,11 +21,12 @@ threads, next to two references measured the same way:
   without the native step: the gap is what the native step buys.
 
 Extras: ranx and pytrec-eval-terrier (100,000 users, where installed), to_ordered_list on
-10,000,000 long rows, graded ndcg and err over MAP truth, edrc (benchmarks/bench_edrc.py), the
-statistical tests against avg(x - y) and ranx (benchmarks/bench_stats.py), and
-the peak memory of streaming 1,000,000 and 10,000,000 users straight from Parquet, and that of
-``duckrank evaluate`` on long-format Parquet at 1,000,000 and 10,000,000 users
-(benchmarks/bench_long_memory.py).
+10,000,000 long rows, graded ndcg and err over MAP truth, the peak memory of streaming 1,000,000
+and 10,000,000 users straight from Parquet, and that of ``duckrank evaluate`` on long-format
+Parquet at 1,000,000 and 10,000,000 users (benchmarks/bench_long_memory.py). The sections of
+``OWN_SCRIPTS`` (edrc, the statistical tests, comparison reports, ``duckrank trec_eval``, the
+beyond-accuracy metrics, the protocol, the models) run their own ``benchmarks/bench_<section>.py``
+in a fresh process, each against the peers it names.
 
 Every row prints as it finishes; ``--json`` keeps them all. The machine is shared: compare the
 ratios, measured in the same run, rather than absolute seconds.
@@ -310,8 +311,24 @@ def environment() -> dict[str, str]:
             "machine": f"{cpu}, {cores} vCPU, {memory:.0f} GiB", **found}
 
 
+# Sections measured by their own script, benchmarks/bench_<section>.py: section -> (title, the
+# script's arguments for the full run).
+OWN_SCRIPTS = {
+    "edrc": ("10,000 users, 1,000-item lists; rank correlations at 1,000,000 users",
+             ["--users", "10000", "--corr-users", "1000000", "--repeat", "1", "--no-warm-up"]),
+    "stats": ("1,000,000 pairs, 100,000 users, 10,000 trials, with ranx", ["--ranx"]),
+    "compare": ("5 systems x 100,000 users, 4 metrics, t-test and 100-trial randomization, "
+                "with ranx", []),
+    "trec_eval": ("duckrank trec_eval against pytrec_eval and ir_measures", []),
+    "beyond_accuracy": ("1,000,000 users x top 10, 100,000-item catalogue", []),
+    "protocol": ("splits and candidate sampling, 100,000 users x 100,000 items", []),
+    "models": ("xCLiMF training, 100,000 and 1,000,000 ratings", []),
+    "spark": ("Spark local[2], 100,000 users, k = 10: native SQL, Arrow UDF, MLlib, scan",
+              ["--ids", "bigint", "--k", "10", "--runs", "3", "--blocks", "ndcg", "mllib",
+               "--mllib-rdd"]),
+}
 SECTIONS = (
-    "main", "peers", "ordered_list", "graded", "edrc", "stats", "streaming", "long_memory"
+    "main", "peers", "ordered_list", "graded", "streaming", "long_memory", *OWN_SCRIPTS
 )
 
 
@@ -348,15 +365,13 @@ def main() -> None:
         ordered_list(report, 10_000_000)
     if "graded" in sections:
         graded(report, 1_000_000, ks)
-    if "edrc" in sections:
-        own_script(report, "edrc", "10,000 users, 1,000-item lists", ["--users", "10000"])
-    if "stats" in sections:
-        own_script(report, "stats", "1,000,000 pairs, 100,000 users, 10,000 trials, with ranx",
-                   ["--ranx"])
     if "streaming" in sections:
         streaming(report, [1_000_000, 10_000_000])
     if "long_memory" in sections:
         long_memory(report, [1_000_000, 10_000_000])
+    for section, (title, arguments) in OWN_SCRIPTS.items():
+        if section in sections:
+            own_script(report, section, title, arguments)
     report.save()
     print("\n### Goals\n\n" + "\n".join(goal_lines(report.rows)))
     print(f"\n(total {time.time() - report.started:.0f} s)")
