@@ -4,8 +4,9 @@ Each tool reads the same TREC run and qrels files and computes trec_eval's defau
 measures, summary only, in a fresh process of its own (``--tool``), which prints its wall time,
 its CPU time (the steadier figure on a shared machine) and its peak resident memory (VmHWM):
 
-* duckrank: ``duckrank.reports.trec_eval.trec_eval_lines`` (what ``duckrank trec_eval`` prints;
-  registering duckrank on a new connection is timed apart, as ``connect``);
+* duckrank: ``duckrank.reports.trec_eval.trec_eval_lines`` (what ``duckrank trec_eval`` prints),
+  on a new connection with the functions it needs registered, as the command does; the time
+  includes that registration, also shown apart as ``connect``;
 * pytrec_eval (trec_eval 9.0.8's C code): its own file parsers ``parse_run`` / ``parse_qrel``,
   ``RelevanceEvaluator(qrels, {'official'})``, ``evaluate``, and the summary over queries;
 * ir_measures: ``read_trec_run`` / ``read_trec_qrels`` and ``calc_aggregate`` of the same
@@ -74,21 +75,21 @@ def _official_ir_measures() -> list:
 def measure_tool(tool: str, run: str, qrels: str, threads: int) -> dict[str, float]:
     """Run one tool on the files in this process: its seconds and peak memory."""
     result: dict[str, float] = {}
-    cpu = time.process_time()
+    # Each tool's clocks start after its imports.
     if tool == "duckrank":
         import duckrank
-        from duckrank.reports.trec_eval import trec_eval_lines
+        from duckrank.reports.trec_eval import needed_functions, requested_values, trec_eval_lines
 
-        start = time.perf_counter()
-        con = duckrank.connect(config={"threads": threads})
-        result["connect"] = time.perf_counter() - start
         start, cpu = time.perf_counter(), time.process_time()
+        con = duckrank.connect(functions=needed_functions(requested_values([])),
+                               config={"threads": threads})
+        result["connect"] = time.perf_counter() - start
         lines = trec_eval_lines(qrels, run, connection=con)
         result["map"] = float(next(x for x in lines if x.startswith("map ")).split("\t")[2])
     elif tool == "pytrec_eval":
         import pytrec_eval
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         with open(run) as file:
             ranking = pytrec_eval.parse_run(file)
         with open(qrels) as file:
@@ -101,7 +102,7 @@ def measure_tool(tool: str, run: str, qrels: str, threads: int) -> dict[str, flo
     else:
         import ir_measures
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         summary = ir_measures.calc_aggregate(
             _official_ir_measures(), ir_measures.read_trec_qrels(qrels),
             ir_measures.read_trec_run(run))
@@ -152,7 +153,7 @@ def main() -> None:
             for tool, result in results.items():
                 ratio = (f"  {result['seconds'] / base['seconds']:5.2f}x duckrank's time"
                          if base and tool != "duckrank" else "")
-                extra = f" (+ {result['connect']:.2f} s connect)" if "connect" in result else ""
+                extra = f" (connect {result['connect']:.2f} s)" if "connect" in result else ""
                 print(f"  {tool:12s} {result['seconds']:8.2f} s{extra}  CPU {result['cpu']:7.2f} s"
                       f"  peak {result['peak_mb']:6.0f} MB  map {result['map']:.4f}{ratio}")
 

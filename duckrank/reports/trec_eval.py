@@ -23,7 +23,9 @@ summary. What follows is trec_eval's (usnistgov/trec_eval, ``trec_eval.c``, ``fo
 
 Each measure is a duckrank SQL function over the query's lists (``MEASURES``: trec_eval's name,
 its parameters and the call); every value of every query is computed by one DuckDB query over
-per-query lists, and the output lines are formatted by DuckDB's ``printf``. A measure whose
+per-query lists, and the output lines are formatted by DuckDB's ``printf``. The binary measures
+read one match per query (``formula_macros``), and the command registers only the functions its
+measures call (``needed_functions``). A measure whose
 duckrank function is missing from this build is an error naming it (``MissingMeasure``), never a
 number.
 """
@@ -47,6 +49,8 @@ from duckrank.engines.duckdb import connect
 from duckrank.evaluation import float_score_sql
 from duckrank.files.trec import file_paths
 from duckrank.metrics import METRICS
+from duckrank.metrics.graded import option_errors_sql
+from duckrank.metrics.record import Metric, bounded_option_errors_sql
 from duckrank.render.quoting import quote_identifier
 
 # trec_eval's MIN_GEO_MEAN: the geometric means count a value below it as this value.
@@ -62,6 +66,26 @@ class MissingMeasure(ValueError):
 # relevance level; duckrank_grades: every judgment, id -> grade (negative grades kept);
 # duckrank_gains: the same with negative grades as 0 (trec_eval's ndcg gains).
 REC, REL, GRADES, GAINS = "duckrank_rec", "duckrank_rel", "duckrank_grades", "duckrank_gains"
+# The query's match of duckrank_rec against duckrank_rel (duckrank_matched, the binary metrics'
+# matching step, over the whole ranking): the STRUCT (K, pos, n, cut) their formulas read.
+MATCH = "duckrank_match"
+# The prefix of the TEMP macros, one per binary metric, that compute its record's formula from a
+# match (``formula_macros``).
+FORMULA = "duckrank_trec_eval_"
+
+
+# The binary metrics of the matching step over a list truth (``inputs='hits'``), by name: the
+# value of each is its formula over the match, which one query shares.
+HITS: dict[str, Metric] = {m.name: m for m in METRICS if m.inputs == "hits" and not m.truth_type}
+
+
+def _match_at(k: str | None) -> str:
+    """The query's match cut at ``k`` (a validated positive integer): the positions up to k,
+    what the matching step gives for that cut-off; the whole match without one."""
+    if k is None:
+        return MATCH
+    return (f"struct_pack(K := least({MATCH}.K, {k}), pos := list_filter({MATCH}.pos, "
+            f"lambda duckrank_q: duckrank_q <= {k}), n := {MATCH}.n, cut := {k})")
 
 
 @dataclass(frozen=True)
@@ -74,9 +98,17 @@ class Call:
     options: tuple[str, ...] = ()
     min_grade: bool = False
 
+    def shared(self) -> bool:
+        """Whether the value is the metric's formula over the query's match (``MATCH``),
+        rather than a call of its macro that matches again."""
+        return self.truth == REL and not self.min_grade and self.function in HITS
+
     def sql(self, k: str | None = None, **values: str) -> str:
-        arguments = [REC, self.truth] + ([k] if k is not None else [])
-        arguments += [f"{name} := {values[name]}" for name in self.options]
+        options = [f"{name} := {values[name]}" for name in self.options]
+        if self.shared():
+            arguments = [_match_at(k), *options]
+            return f"{quote_identifier(FORMULA + self.function)}({', '.join(arguments)})"
+        arguments = [REC, self.truth] + ([k] if k is not None else []) + options
         if self.min_grade:
             arguments.append("min_grade := $level")
         return f"{quote_identifier(self.function)}({', '.join(arguments)})"
@@ -426,6 +458,41 @@ def check_available(values: Sequence[Value]) -> None:
         raise MissingMeasure(f"trec_eval measures not available in this duckrank build: {listed}")
 
 
+def _calls(values: Sequence[Value]) -> list[Call]:
+    return list(dict.fromkeys(call for value in values for call in value.measure.calls))
+
+
+def needed_functions(values: Sequence[Value]) -> list[str]:
+    """The duckrank SQL functions computing ``values`` takes: the file readers, the ranking, the
+    matching step and the measures' functions (``connect(functions=...)`` registers just those,
+    in a tenth of the time of every function)."""
+    calls = [call.function for call in _calls(values)]
+    return list(dict.fromkeys(["read_trec_run", "read_trec_qrels", "to_ordered_list",
+                               "duckrank_matched", *calls]))
+
+
+def formula_macros(values: Sequence[Value]) -> dict[str, str]:
+    """The CREATE statements, by macro name, of TEMP macros
+    ``duckrank_trec_eval_<metric>(match, options...)``, one per binary metric that ``values``
+    read from the shared match: the record's formula (the same text as its duckrank
+    macro's) over a match, after the macro's option checks. One match per query feeds every
+    binary measure and cut-off: trec_eval's default measures ran 2.5 times faster and planned 5
+    times faster than with one match per call (docs/trec_eval.md, Speed)."""
+    statements = {}
+    for function in dict.fromkeys(c.function for c in _calls(values) if c.shared()):
+        metric = HITS[function]
+        options = "".join(f", {o.name} := {o.sql_default()}" for o in metric.options)
+        checks = [*option_errors_sql(metric.name, [o for o in metric.options if o.bounds is None]),
+                  *bounded_option_errors_sql(metric.name, metric.options)]
+        m = "duckrank_m"
+        value = metric.sql.format(pos=f"{m}.pos", K=f"{m}.K", k=f"{m}.cut", n=f"{m}.n")
+        whens = "".join(f"WHEN {condition} THEN {error} " for condition, error in checks)
+        name = quote_identifier(FORMULA + function)
+        body = f"CASE {whens}ELSE {value} END" if whens else value
+        statements[name] = f"CREATE OR REPLACE TEMP MACRO {name}({m}{options}) AS {body}"
+    return statements
+
+
 # --- the computation -----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -507,6 +574,14 @@ def _columns(values: Sequence[Value], complete: bool) -> tuple[list[str], list[s
     return columns, reads
 
 
+def _distinct(ids: str) -> str:
+    """The number of distinct ids in the list ``ids``: the n (distinct relevant items) of the
+    matching step of the binary metrics, with the list as its own truth and nothing ranked.
+    With the native step, 7 times faster than DuckDB's list_unique (0.02 s against 0.15 s on
+    1,000 lists of 1,000 ids)."""
+    return f"duckrank_matched('trec_eval', {ids}, {ids}, 0).n"
+
+
 def _per_query_sql(values: Sequence[Value], options: Options) -> str:
     cut = f"[1:{int(options.max_docs)}]" if options.max_docs is not None else ""
     join = "LEFT JOIN" if options.complete else "JOIN"
@@ -521,6 +596,10 @@ def _per_query_sql(values: Sequence[Value], options: Options) -> str:
     built = "".join(f"\n         {sql} AS {name}," for name, sql in truths.items()
                     if name in columns)
     read = "".join(f", {name}" for name in truths if name in columns)
+    # The match, once per query, for the formulas that read it (a column of a subquery, so
+    # that DuckDB computes it once however many measures read it).
+    lists = (f"(SELECT *, duckrank_matched('trec_eval', {REC}, {REL}, len({REC})) AS {MATCH} "
+             "FROM lists)" if MATCH in columns else "lists")
     return f"""
 WITH ranked AS (
   SELECT query, to_ordered_list(item, {float_score_sql('score')}, '-reverse'){cut} AS {REC}
@@ -536,14 +615,16 @@ lists AS (
          coalesce({REC}, []::VARCHAR[]) AS {REC}, {REL}{read}
   FROM judged {join} ranked USING (query)
 )
-SELECT query, len({REC}) > len(list_distinct({REC})) AS duckrank_duplicate,
+SELECT query, len({REC}) > {_distinct(REC)} AS duckrank_duplicate,
        {columns}
-FROM lists"""
+FROM {lists}"""
 
 
 def _check_duplicates(con: duckdb.DuckDBPyConnection, table: str,
                       params: dict[str, Any], options: Options) -> None:
     """trec_eval's errors for a document twice in one query's judgments or ranking."""
+    # A second pass over the qrels: a flag carried by the query (a window over every query of
+    # the qrels, also those the run lacks) took 40% more memory at 10,000,000 run lines.
     found = con.execute(
         "SELECT query, item FROM read_trec_qrels($qrels) GROUP BY ALL HAVING count(*) > 1 "
         "ORDER BY ALL LIMIT 1", {"qrels": params["qrels"]}).fetchall()
@@ -632,12 +713,15 @@ def _evaluation(qrels: str | Path, run: str | Path, measures: Sequence[str], opt
     _check_options(options)
     values = requested_values(measures)
     check_available(values)
-    con = connection if connection is not None else connect()
+    con = connection if connection is not None else connect(functions=needed_functions(values))
     table = quote_identifier(f"duckrank_trec_eval_{uuid.uuid4().hex}")
+    formulas = formula_macros(values)
     try:
         qrels_file = file_paths(con, qrels, "qrels")[0]
         run_file = file_paths(con, run, "run")[0]
         params = {"run": run_file, "qrels": qrels_file, "level": options.level}
+        for statement in formulas.values():
+            con.execute(statement)
         con.execute(f"CREATE TEMP TABLE {table} AS {_per_query_sql(values, options)}", params)
         _check_duplicates(con, table, params, options)
         if con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == 0:
@@ -647,6 +731,8 @@ def _evaluation(qrels: str | Path, run: str | Path, measures: Sequence[str], opt
         yield con.sql(sql, params={"runid": run_tag(run_file)} if "$runid" in sql else None)
     finally:
         con.execute(f"DROP TABLE IF EXISTS {table}")
+        for name in formulas:
+            con.execute(f"DROP MACRO IF EXISTS temp.main.{name}")
         if connection is None:
             con.close()
 
@@ -739,8 +825,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         # The flags are checked before duckrank is registered (which takes seconds).
         _check_options(options)
-        check_available(requested_values(args.measures))
-        con = connect()
+        values = requested_values(args.measures)
+        check_available(values)
+        con = connect(functions=needed_functions(values))
         # trec_eval's output only: no progress bar drawn among the lines on a terminal.
         con.execute("SET enable_progress_bar = false")
         with _evaluation(args.qrels, args.run, args.measures, options, con) as relation:
