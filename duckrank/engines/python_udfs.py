@@ -15,8 +15,15 @@ DuckDB's Python API has no ANY type and no overloading, so each public function 
   items || worse items``), so DuckDB unifies their types (INTEGER with BIGINT, ...); the UDF
   parameter is a UNION of list types (``ID_LISTS``), which keeps integer ids as integers; the
   UDF cuts each row's list back into its arguments by their lengths (vectorised takes).
-* correlations compare rec with the keys of a MAP(VARCHAR, DOUBLE) truth, as the graded metrics do
-  (an item matches a key when ``item::VARCHAR`` equals it), so their ids travel as VARCHAR.
+* DuckDB's Arrow export of that UNION costs about as much as the matching itself, so each UDF is
+  registered twice: ``duckrank_<name>_int`` is the same Python function with the ids as
+  ``BIGINT[]``, and the macro picks it with ``CASE WHEN typeof(...)`` when every id argument is
+  of an integer type BIGINT holds exactly (``INTEGER_LISTS``). DuckDB folds the CASE per query
+  (typeof is a constant), so only one branch runs; both must bind (a cast to BIGINT[] binds for
+  any list), and the general branch binds first so that a bad argument fails as it always did.
+* correlations compare rec with the keys of a MAP truth by their text, as the graded metrics do
+  (an item matches a key when ``item::VARCHAR`` equals ``key::VARCHAR``), so their ids travel as
+  VARCHAR, unless rec and the keys are both integers (text equality is integer equality there).
 
 The macros are TEMP because a stored macro calling Python would break the database file in a
 DuckDB without duckrank, and TEMP macros are private to one connection: call
@@ -45,8 +52,12 @@ from duckrank.matching.preferences import (
 )
 from duckrank.metrics import METRICS
 from duckrank.metrics.record import Metric, Option
+from duckrank.render.quoting import quote_literal
 
 ID_LISTS = "UNION(i BIGINT[], u UBIGINT[], h HUGEINT[], s VARCHAR[], id UUID[])"
+# What typeof() says of the id lists that travel as BIGINT[] unchanged (UBIGINT may not fit).
+INTEGER_LISTS = ("TINYINT[]", "SMALLINT[]", "INTEGER[]", "BIGINT[]", "UTINYINT[]",
+                 "USMALLINT[]", "UINTEGER[]")
 
 
 @dataclass(frozen=True)
@@ -219,7 +230,16 @@ def _preference_function(
 
 def _grades_function(metric: Metric) -> Callable:
     def function(ids, rec_len, grades):
-        matched = match_ranked_grades(*_rec_and_grade_map(ids, rec_len, grades), metric.name)
+        try:
+            matched = match_ranked_grades(*_rec_and_grade_map(ids, rec_len, grades), metric.name)
+        except ValueError:
+            # The correlations match and name items by their text (docs/graded.md): a batch of
+            # integer ids that fails is redone as text, so the error names item '2', not 2.
+            ids = combined(ids)
+            if pa.types.is_integer(ids.type.value_type):
+                text = ids.cast(pa.list_(pa.string()))
+                match_ranked_grades(*_rec_and_grade_map(text, rec_len, grades), metric.name)
+            raise
         return _as_arrow(metric.kernel(matched))
 
     return function
@@ -233,7 +253,15 @@ def _second(items: str) -> str:
     return f"list_transform({items}, lambda p: struct_extract_at(p, 2))"
 
 
-def _udf_and_macro(metric: Metric) -> tuple[PythonUDF, str]:
+def _udf_and_macro(metric: Metric) -> tuple[tuple[PythonUDF, PythonUDF], list[str]]:
+    """The metric's UDF, its twin for integer ids (``<udf>_int``) and the TEMP macro statements
+    that call them.
+
+    Per input kind: the SQL id lists in the order the UDF cuts them (``parts``), the ids as the
+    general UDF takes them and its other arguments. The macro calls the twin with the parts cast
+    to BIGINT[] when every part is an integer list BIGINT holds (``INTEGER_LISTS``), else the
+    general UDF as before; the general branch comes first so that it binds first and a bad
+    argument fails with the same message as ever."""
     udf = f"duckrank_{metric.name}"
     options = [o.name for o in metric.options]
     option_types = tuple(_option_type(o) for o in metric.options)
@@ -242,41 +270,63 @@ def _udf_and_macro(metric: Metric) -> tuple[PythonUDF, str]:
         function = _preference_function(
             metric, _rec_and_preferences, match_preferences, ("truth",)
         )
-        args = [f"rec || {_first('truth')} || {_second('truth')}", "len(rec)", "len(truth)",
-                "typeof(truth)"]
+        parts = ["rec", _first("truth"), _second("truth")]
+        ids = " || ".join(parts)
+        args = ["len(rec)", "len(truth)", "typeof(truth)"]
     elif metric.inputs == "system_preferences":
         parameters = (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", *option_types)
         function = _preference_function(
             metric, _two_preference_lists, match_system_preferences, ("system", "truth")
         )
-        args = [
-            f"{_first('system')} || {_second('system')} || {_first('truth')} || {_second('truth')}",
-            "len(system)", "len(truth)", "typeof(system)", "typeof(truth)",
-        ]
-    else:  # ranked_grades
+        parts = [_first("system"), _second("system"), _first("truth"), _second("truth")]
+        ids = " || ".join(parts)
+        args = ["len(system)", "len(truth)", "typeof(system)", "typeof(truth)"]
+    else:  # ranked_grades: ids compared by their text, as the record's VARCHAR-keyed truth says
         parameters = ("VARCHAR[]", "BIGINT", "DOUBLE[]")
         function = _grades_function(metric)
-        args = ["list_transform(rec, lambda x: x::VARCHAR) || map_keys(truth)", "len(rec)",
-                "map_values(truth)"]
+        parts = ["rec", "map_keys(truth)"]
+        ids = "list_transform(rec, lambda x: x::VARCHAR) || map_keys(truth)::VARCHAR[]"
+        args = ["len(rec)", "map_values(truth)::DOUBLE[]"]
     # DuckDB counts the function's parameters: give the variadic adapters an exact signature.
     function.__signature__ = inspect.Signature([
         inspect.Parameter(f"arg{i}", inspect.Parameter.POSITIONAL_ONLY)
         for i in range(len(parameters))
     ])
-    truth = f"truth {metric.truth_type}" if metric.truth_type else "truth"
+    rest = ", ".join([*args, *options])
+    integer = ", ".join(f"'{t}'" for t in INTEGER_LISTS)
+    not_integer = " OR ".join(f"typeof({part}) NOT IN ({integer})" for part in parts)
+    integer_ids = " || ".join(f"({part})::BIGINT[]" for part in parts)
+    body = (f"WHEN {not_integer} THEN {udf}({ids}, {rest}) "
+            f"ELSE {udf}_int({integer_ids}, {rest}) END")
     defaults = "".join(f", {o.name} := {o.sql_default()}" for o in metric.options)
-    header = f"{metric.name}({metric.first_argument}, {truth}{defaults})"
-    macro = f"CREATE OR REPLACE TEMP MACRO {header} AS {udf}({', '.join([*args, *options])})"
-    return PythonUDF(udf, function, parameters, "DOUBLE"), macro
+    public = f"({metric.first_argument}, truth{defaults})"
+    statements = []
+    if metric.truth_type:
+        # A typed truth parameter would be cast (integer keys to VARCHAR) before the CASE could
+        # see them, so the public overload takes truth untyped and binds, in a branch that never
+        # runs, an overload typed as the record says: a truth of another kind still fails with
+        # DuckDB's "Macro <name>() does not support the supplied arguments" and the type.
+        typed = (f"({metric.first_argument}, truth {metric.truth_type}, signature) AS "
+                 f"error({quote_literal(f'{metric.name}: takes {metric.signature}')})")
+        # The macro calls itself, so an overload of that name must exist before it is created.
+        statements.append(f"CREATE OR REPLACE TEMP MACRO {metric.name}{typed}")
+        body = f"WHEN false THEN {metric.name}({metric.first_argument}, truth, NULL) {body}"
+        public += f" AS CASE {body}, {typed}"
+    else:
+        public += f" AS CASE {body}"
+    statements.append(f"CREATE OR REPLACE TEMP MACRO {metric.name}{public}")
+    integer_parameters = ("BIGINT[]", *parameters[1:])
+    return (PythonUDF(udf, function, parameters, "DOUBLE"),
+            PythonUDF(f"{udf}_int", function, integer_parameters, "DOUBLE")), statements
 
 
 PYTHON_INPUTS = ("preferences", "system_preferences", "ranked_grades")
 PYTHON_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.inputs in PYTHON_INPUTS)
 _REGISTERED = [_udf_and_macro(m) for m in PYTHON_METRICS]
 
-UDFS: list[PythonUDF] = [udf for udf, _ in _REGISTERED]
+UDFS: list[PythonUDF] = [udf for udfs, _ in _REGISTERED for udf in udfs]
 
 
 def session_statements() -> list[str]:
     """TEMP macros that call the UDFs above (never stored in a database file)."""
-    return [macro for _, macro in _REGISTERED]
+    return [statement for _, statements in _REGISTERED for statement in statements]
