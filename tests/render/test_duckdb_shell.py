@@ -4,8 +4,10 @@ process), in each DuckDB line duckrank supports (docs/integrations.md, "DuckDB w
 Every function of the file runs in the shell on stored inputs, and its values are compared with
 those of the same query through ``duckrank.connect()`` (the expected values: the registered
 functions, whose numbers the metric tests check against hand calculations and peer tools):
-every metric record whose macro the file creates, with and without k and with non-default
-option values; the ordered-list aggregates with their options; the TREC table macros. The same
+every metric record whose macro the file creates (trec_eval's measures included), with and
+without k and with non-default option values; the scalar beyond-accuracy functions; the
+ordered-list aggregates with their options and ``trec_geomean``; the TREC table macros; the
+beyond-accuracy and protocol table macros on small stored tables, their rows sorted. The same
 is done on a database file written by ``duckrank.connect(path)`` in the storage format older
 lines read, which the shell opens without ``.read``, and on a file the shell wrote, which DuckDB
 2.0 opens.
@@ -25,7 +27,7 @@ import re
 import shutil
 import subprocess
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -157,6 +159,48 @@ def _pairs(seed: int = 22) -> pa.Table:
     })
 
 
+def _side_tables(seed: int = 23) -> dict[str, pa.Table]:
+    """The inputs of the table macros: recommendations with each user's truth (an empty, a NULL
+    list, a NULL item and duplicates among them), ratings (the training interactions, with
+    timestamps; users with too few ratings for a split), a held-out test set with an item nobody
+    rated, item embeddings and categories (not for every recommended item) and the catalogue."""
+    rng = np.random.default_rng(seed)
+    users = 30
+
+    def items(low: int, high: int, size: int) -> list[str]:
+        return [f"d{x}" for x in rng.integers(low, high, size)]
+
+    recs = [items(0, 25, rng.integers(1, 9)) for _ in range(users)]
+    recs[0], recs[1], recs[2][0], recs[3][1:1] = [], None, None, [recs[3][0]]
+    rated = [rng.choice(20, rng.integers(0, 12), replace=False) for _ in range(users)]
+    ratings = [(u, f"d{x}") for u, row in enumerate(rated) for x in row]
+    held = [(u, f"d{x}") for u in range(0, users, 3) for x in rng.choice(22, 2, replace=False)
+            if (u, f"d{x}") not in ratings]
+    return {
+        "recs": pa.table({
+            "user": pa.array(range(users), pa.int64()),
+            "rec": pa.array(recs, pa.list_(pa.string())),
+            "truth": pa.array([sorted(set(items(0, 25, rng.integers(0, 6)))) for _ in range(users)],
+                              pa.list_(pa.string())),
+        }),
+        "ratings": pa.table({
+            "user": pa.array([u for u, _ in ratings], pa.int64()),
+            "item": pa.array([x for _, x in ratings], pa.string()),
+            "rating": pa.array(rng.integers(1, 6, len(ratings)), pa.float64()),
+            "timestamp": pa.array(rng.integers(0, 100, len(ratings)), pa.int64()),
+        }),
+        "held": pa.table({"user": pa.array([u for u, _ in held], pa.int64()),
+                          "item": pa.array([x for _, x in held], pa.string())}),
+        "embeddings": pa.table({
+            "item": pa.array([f"d{x}" for x in range(20)], pa.string()),
+            "embedding": pa.array((rng.random((20, 4)) + 0.1).tolist(), pa.list_(pa.float64())),
+        }),
+        "categories": pa.table({"item": pa.array([f"d{x}" for x in range(22)], pa.string()),
+                                "category": pa.array(items(0, 4, 22), pa.string())}),
+        "items": pa.table({"item": pa.array([f"d{x}" for x in range(30)], pa.string())}),
+    }
+
+
 RUN = "q1 Q0 d1 1 2.5 tagA\nq1\tQ0\td2\t2\t-1e-3\ttagA\n  q2 Q0 d9 1 7 tagA  \nq10 Q0 d1 3 0.0 b\n"
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq2\t0\td9\t2\nq10 0 d4 3\n"
 
@@ -210,6 +254,15 @@ def _metric_calls() -> Iterator[tuple[str, str]]:
             yield metric.name, f"{metric.name}({rec}, {truth}, k{named})"
 
 
+# The scalar beyond-accuracy functions, on the metric rows (truth as the other list; k has no
+# NULL there: a NULL k is an error for them).
+SCALAR_CALLS = (
+    "overlap_at(rec, truth, coalesce(k, 3))", "overlap_at(irec, itruth, 2)",
+    "jaccard_at(rec, truth, coalesce(k, 3))", "jaccard_at(irec, itruth, 2)",
+    "rbo(rec, truth, coalesce(k, 3))", "rbo(irec, itruth, 4, p := 0.5)",
+    "rbo(rec, truth, coalesce(k, 3), variant := 'ext')",
+    "rbo(rec, truth, coalesce(k, 3), p := 0.7, variant := 'prefix')",
+)
 ORDERED_OPTIONS = ("", "-reverse", "-k 3", "-k -2", "-reverse -dedup", "-dedup -k 2 -reverse")
 ORDERED_CALLS = (
     "to_ordered_list(v)", "to_ordered_list(s)", "to_ordered_list(v, key)",
@@ -218,51 +271,99 @@ ORDERED_CALLS = (
     "map_entries(to_ordered_kv_map(v, key))", "map_entries(to_ordered_vk_map(s, key))",
     *(f"map_entries(to_ordered_{kind}_map(v, key, '{o}'))"
       for kind in ("kv", "vk") for o in ORDERED_OPTIONS),
+    "trec_geomean(key)", "trec_geomean(v)", "trec_geomean(key, floor := 0.5)",
 )
-GROUPS = ("metrics", "ordered_lists", "read_trec_run", "read_trec_qrels")
+# The table macros over _side_tables, each with its options away from the defaults at least once.
+TABLE_CALLS = {
+    "beyond_accuracy": (
+        "catalog_coverage('recs', 5, catalog := 'items')",
+        "catalog_coverage('recs', 3, catalog_size := 40)",
+        "exposure_entropy('recs', 5)", "exposure_entropy('recs', 2, rec_col := 'truth')",
+        "exposure_gini('recs', 5, catalog := 'items')",
+        "exposure_gini('recs', 2, catalog_size := 50)",
+        "arp('recs', 'ratings', 5)", "arp('recs', 'ratings', 3, normalize := true)",
+        "self_information('recs', 'ratings', 5)",
+        "self_information('recs', 'ratings', 3, normalize := true)",
+        "long_tail_share('recs', 'ratings', 5)",
+        "long_tail_share('recs', 'ratings', 3, head_share := 0.5)",
+        "ild_embedding('recs', 'embeddings', 5)", "ild_embedding('recs', 'embeddings', 2)",
+        "ild_category('recs', 'categories', 5)", "ild_category('recs', 'categories', 2)",
+        "inter_user_diversity('recs', 5)",
+        "inter_user_diversity('recs', 4, pairs := 50, seed := 7)",
+        "serendipity('recs', 'ratings', 5, catalog := 'items')",
+        "serendipity('recs', 'ratings', 3, catalog_size := 60)",
+    ),
+    "protocol": (
+        "given_n_split('ratings', 3)", "given_n_split('ratings', 2, test_items := 1, seed := 4)",
+        "leave_last_out('ratings')", "leave_last_out('ratings', test_items := 2, seed := 1)",
+        "time_split('ratings', 50)",
+        "ratio_split('ratings')", "ratio_split('ratings', ratio := 0.5, seed := 3)",
+        "sample_candidates('ratings', 'held', n := 5)",
+        "sample_candidates('ratings', 'held', n := NULL, exclude_popular := 0, seed := 2)",
+    ),
+}
+GROUPS = ("metrics", "ordered_lists", "trec_readers", *TABLE_CALLS)
+
+
+def _called(call: str) -> str:
+    """The function a call of this file names."""
+    return re.match(r"(?:map_entries\()?(\w+)\(", call).group(1)
+
+
+def _labelled(calls: Iterable[str]) -> list[str]:
+    """Each call named by its text (numbered: a name is unique), for the failure messages."""
+    return [f'{call} AS "c{n} {call}"' for n, call in enumerate(calls)]
 
 
 class Inputs:
-    """The stored inputs (one folder for the module), a query per group of functions over them,
-    and each query's values through ``duckrank.connect()``, computed once."""
+    """The stored inputs (one folder for the module), the queries of each group of functions
+    over them (a group runs in one shell process), and each query's values through
+    ``duckrank.connect()``, computed once."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         pq.write_table(_cases(), folder / "cases.parquet")
         pq.write_table(_pairs(), folder / "pairs.parquet")
+        tables = _side_tables()
+        for name, table in tables.items():
+            pq.write_table(table, folder / f"{name}.parquet")
         (folder / "a.run").write_text(RUN)
         (folder / "a.qrels").write_text(QRELS)
         self.loads = [f"CREATE TABLE {t} AS SELECT * FROM read_parquet('{folder / t}.parquet')"
-                      for t in ("cases", "pairs")]
-        metrics = ", ".join(f"{call} AS c{n}" for n, (_, call) in enumerate(_metric_calls()))
-        ordered = ", ".join(f"{call} AS c{n}" for n, call in enumerate(ORDERED_CALLS))
+                      for t in ("cases", "pairs", *tables)]
+        metric_calls = [call for _, call in _metric_calls()] + list(SCALAR_CALLS)
+        metrics = ", ".join(_labelled(metric_calls))
+        ordered = ", ".join(_labelled(ORDERED_CALLS))
         self.queries = {
-            "metrics": f"SELECT i, {metrics} FROM cases ORDER BY i",
-            "ordered_lists": f"SELECT g, {ordered} FROM pairs GROUP BY g ORDER BY g",
-            "read_trec_run": f"SELECT * FROM read_trec_run('{folder / 'a.run'}') ORDER BY ALL",
-            "read_trec_qrels":
-                f"SELECT * FROM read_trec_qrels('{folder / 'a.qrels'}') ORDER BY ALL",
+            "metrics": [f"SELECT i, {metrics} FROM cases ORDER BY i"],
+            "ordered_lists": [f"SELECT g, {ordered} FROM pairs GROUP BY g ORDER BY g"],
+            "trec_readers": [f"SELECT * FROM read_trec_{kind}('{folder / f'a.{kind}'}') "
+                             "ORDER BY ALL" for kind in ("run", "qrels")],
+            **{group: [f"SELECT * FROM {call} ORDER BY ALL" for call in calls]
+               for group, calls in TABLE_CALLS.items()},
         }
         self.con = duckrank.connect()
         for statement in self.loads:
             self.con.execute(statement)
         self._expected: dict[str, tuple[list[str], list[tuple]]] = {}
 
-    def copy(self, group: str, out: Path) -> tuple[str, str]:
-        """Shell arguments that write the group's query to a Parquet file in ``out``."""
-        return "-c", f"COPY ({self.queries[group]}) TO '{out / group}.parquet' (FORMAT parquet)"
+    def copies(self, group: str, out: Path) -> list[str]:
+        """Shell arguments that write each query of the group to a Parquet file in ``out``."""
+        return [arg for n, query in enumerate(self.queries[group]) for arg in
+                ("-c", f"COPY ({query}) TO '{out / group}_{n}.parquet' (FORMAT parquet)")]
 
     def check(self, group: str, out: Path) -> None:
-        """The shell's values (the Parquet file) against duckrank's, to 1e-12."""
-        if group not in self._expected:
-            result = self.con.execute(self.queries[group])
-            self._expected[group] = [d[0] for d in result.description], result.fetchall()
-        columns, expected = self._expected[group]
-        got = duckdb.sql(f"SELECT * FROM read_parquet('{out / group}.parquet')").fetchall()
-        assert len(got) == len(expected) > 0, group
-        for row_got, row_expected in zip(got, expected, strict=True):
-            for column, a, e in zip(columns, row_got, row_expected, strict=True):
-                assert _same(a, e), (group, column, row_expected[0], a, e)
+        """The shell's values (the Parquet files) against duckrank's, to 1e-12."""
+        for n, query in enumerate(self.queries[group]):
+            if query not in self._expected:
+                result = self.con.execute(query)
+                self._expected[query] = [d[0] for d in result.description], result.fetchall()
+            columns, expected = self._expected[query]
+            got = duckdb.sql(f"SELECT * FROM read_parquet('{out / group}_{n}.parquet')").fetchall()
+            assert len(got) == len(expected) > 0, query
+            for row_got, row_expected in zip(got, expected, strict=True):
+                for column, a, e in zip(columns, row_got, row_expected, strict=True):
+                    assert _same(a, e), (query[:80], column, row_expected[0], a, e)
 
 
 def _same(got: object, expected: object) -> bool:
@@ -297,7 +398,8 @@ def stored(inputs: Inputs) -> Path:
 
 def test_every_function_of_the_file_is_called_here() -> None:
     called = {name for name, _ in _metric_calls()}
-    called |= {re.match(r"(?:map_entries\()?(\w+)\(", c).group(1) for c in ORDERED_CALLS}
+    table_calls = [call for calls in TABLE_CALLS.values() for call in calls]
+    called |= {_called(c) for c in (*SCALAR_CALLS, *ORDERED_CALLS, *table_calls)}
     called |= {"read_trec_run", "read_trec_qrels"}
     assert called == _file_functions()
 
@@ -306,7 +408,7 @@ def test_every_function_of_the_file_is_called_here() -> None:
 def test_the_file_in_the_shell(shell: str, group: str, inputs: Inputs, tmp_path: Path) -> None:
     """`.read sql/duckrank.sql` in the shell, then the group's functions as through duckrank."""
     loads = [arg for statement in inputs.loads for arg in ("-c", statement)]
-    _succeed(shell, "-c", f".read {SQL_FILE}", *loads, *inputs.copy(group, tmp_path),
+    _succeed(shell, "-c", f".read {SQL_FILE}", *loads, *inputs.copies(group, tmp_path),
              cwd=tmp_path)
     inputs.check(group, tmp_path)
 
@@ -316,7 +418,7 @@ def test_a_stored_file_in_the_shell(shell: str, group: str, inputs: Inputs, stor
                                     tmp_path: Path) -> None:
     """The shell opens a file from ``duckrank.connect(path, config=...)`` read-only, without
     ``.read``: the functions stored in it give duckrank's values."""
-    _succeed(shell, "-readonly", str(stored), *inputs.copy(group, tmp_path), cwd=tmp_path)
+    _succeed(shell, "-readonly", str(stored), *inputs.copies(group, tmp_path), cwd=tmp_path)
     inputs.check(group, tmp_path)
 
 
@@ -330,7 +432,7 @@ def test_a_file_the_shell_wrote_in_duckdb_2(shell: str, inputs: Inputs, tmp_path
     loads = [arg for statement in inputs.loads for arg in ("-c", statement)]
     _succeed(shell, "-c", attach, "-c", f".read {SQL_FILE}", *loads, cwd=tmp_path)
     with duckdb.connect(str(database), read_only=True) as con:
-        con.execute(f"COPY ({inputs.queries['metrics']}) TO '{tmp_path}/metrics.parquet'")
+        con.execute(f"COPY ({inputs.queries['metrics'][0]}) TO '{tmp_path}/metrics_0.parquet'")
     inputs.check("metrics", tmp_path)
 
 
