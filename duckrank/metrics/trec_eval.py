@@ -587,10 +587,11 @@ G_SQL = (
     "0.0) / list_sum({ideal}))[1])[1] END"
 )
 
+# coalesce: DuckDB 1.4's array_to_string gives NULL for an empty list (1.5 and 2.0 give '').
 RELSTRING_SQL = (
-    "array_to_string(list_transform({gains}, lambda x, i: CASE WHEN list_contains({pool}, i) "
-    "THEN '.' WHEN NOT list_contains({judged}, i) THEN '-' WHEN x > 9 THEN '>' "
-    "ELSE floor(x)::INTEGER::VARCHAR END), '')"
+    "coalesce(array_to_string(list_transform({gains}, lambda x, i: CASE WHEN list_contains("
+    "{pool}, i) THEN '.' WHEN NOT list_contains({judged}, i) THEN '-' WHEN x > 9 THEN '>' "
+    "ELSE floor(x)::INTEGER::VARCHAR END), ''), '')"
 )
 
 _JUDGED = dict(inputs="judged", truth_type=GRADED_TRUTH, options=(MIN_GRADE,))
