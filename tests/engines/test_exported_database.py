@@ -16,6 +16,7 @@ import pytest
 
 import duckrank
 from duckrank.engines import duckdb as duckdb_engine
+from duckrank.metrics import trec_eval
 
 LISTS = "FROM (VALUES ([1, 3, 2, 6], [1, 2, 4]), ([5, 1], [9])) t(rec, truth)"
 GRADED = "FROM (VALUES ([1, 3, 2, 6], MAP {1: 3.0, 2: 1.0, 4: 2.0})) t(rec, truth)"
@@ -39,6 +40,44 @@ def _graded(name: str) -> str:
     )
 
 
+def _judged(name: str) -> str:
+    """The trec_eval measures over judged documents: MAP truth only."""
+    return f"SELECT {name}(rec, truth, 3), {name}(rec, truth) {GRADED}"
+
+
+# Side tables of the beyond-accuracy and protocol table macros, as CTEs (query_table finds them).
+SIDE_TABLES = (
+    "WITH recs AS (SELECT * FROM (VALUES (1, ['a', 'b', 'c'], ['a']), (2, ['b', 'd'], ['d', 'e']))"
+    ' t("user", rec, truth)), '
+    "ratings AS (SELECT * FROM (VALUES (1, 'a', 4.0, 1), (1, 'b', 3.0, 2), (1, 'c', 5.0, 4), "
+    "(2, 'b', 2.0, 3), (2, 'd', 1.0, 5), (3, 'a', 5.0, 6)) "
+    't("user", item, rating, timestamp)), '
+    "items AS (SELECT * FROM (VALUES ('a'), ('b'), ('c'), ('d'), ('e'), ('f')) t(item)), "
+    "embeddings AS (SELECT * FROM (VALUES ('a', [1.0, 0.0]), ('b', [0.0, 1.0]), "
+    "('c', [1.0, 1.0]), ('d', [0.5, 0.2])) t(item, embedding)), "
+    "categories AS (SELECT * FROM (VALUES ('a', 'x'), ('b', 'y'), ('c', 'x'), ('d', 'z')) "
+    "t(item, category)), "
+    """held AS (SELECT * FROM (VALUES (1, 'f'), (2, 'e')) t("user", item)) """
+)
+TABLE_MACRO_CALLS = {
+    "catalog_coverage": "catalog_coverage('recs', 5, catalog := 'items')",
+    "exposure_entropy": "exposure_entropy('recs', 5)",
+    "exposure_gini": "exposure_gini('recs', 5, catalog := 'items')",
+    "arp": "arp('recs', 'ratings', 5)",
+    "self_information": "self_information('recs', 'ratings', 5)",
+    "long_tail_share": "long_tail_share('recs', 'ratings', 5)",
+    "ild_embedding": "ild_embedding('recs', 'embeddings', 5)",
+    "ild_category": "ild_category('recs', 'categories', 5)",
+    "inter_user_diversity": "inter_user_diversity('recs', 5)",
+    "serendipity": "serendipity('recs', 'ratings', 5, catalog := 'items')",
+    "given_n_split": "given_n_split('ratings', 1, test_items := 1)",
+    "leave_last_out": "leave_last_out('ratings')",
+    "time_split": "time_split('ratings', 3)",
+    "ratio_split": "ratio_split('ratings')",
+    "sample_candidates": "sample_candidates('ratings', 'held', n := 2)",
+}
+
+
 def _hivemall(name: str) -> str:
     return f"SELECT hivemall.{name}(rec, truth), hivemall.{name}(rec, truth, 2) {LISTS}"
 
@@ -48,6 +87,14 @@ CALLS = {
     **{name: _metric(name) for name in (
         "precision_at", "recall_at", "average_precision", "mrr", "hitrate", "auc")},
     **{name: _graded(name) for name in ("ndcg", "dcg", "err", "half_life_utility")},
+    **{m.name: _metric(m.name) for m in trec_eval.BINARY},
+    **{m.name: _judged(m.name) for m in trec_eval.JUDGED},
+    "trec_geomean": "SELECT trec_geomean(x), trec_geomean(x, floor := 0.1) "
+                    "FROM (VALUES (0.5), (0.0), (0.25)) t(x)",
+    **{name: f"SELECT {name}(rec, truth, 2), {name}(rec, truth, 4) {LISTS}"
+       for name in ("overlap_at", "jaccard_at", "rbo")},
+    **{name: f"{SIDE_TABLES}SELECT * FROM {call} ORDER BY ALL"
+       for name, call in TABLE_MACRO_CALLS.items()},
     "ndcg_grades": "SELECT ndcg_grades([{'g': 3.0}, {'g': 0.0}, {'g': 1.0}], [3.0, 2.0, 1.0], 2)",
     "to_ordered_list": (
         "SELECT u, to_ordered_list(item, score, '-reverse'), to_ordered_list(item, '-k 1'), "

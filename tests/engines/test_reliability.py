@@ -34,8 +34,8 @@ def test_file_database_opens_and_works_without_duckrank(tmp_path):
         "SELECT to_ordered_list(u, u % 3, '-reverse') FROM eval WHERE u < 4"
     ).fetchall() == [([2, 1, 3, 0],)]
     stored_python = plain.execute(
-        "SELECT function_name FROM duckdb_functions() WHERE function_type <> 'macro' "
-        "AND function_name LIKE 'duckrank%'"
+        "SELECT function_name FROM duckdb_functions() WHERE function_type NOT IN "
+        "('macro', 'table_macro') AND function_name LIKE 'duckrank%'"
     ).fetchall()
     assert stored_python == []
     plain.close()
