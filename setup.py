@@ -11,7 +11,10 @@ setup(
     ext_modules=[
         Extension(
             "duckrank.matching.native._match",
-            sources=["duckrank/matching/native/match.c"],
+            sources=[
+                "duckrank/matching/native/match.c",
+                "duckrank/matching/native/preferences.c",
+            ],
             include_dirs=["duckrank/matching/native/duckdb_capi"],
             extra_compile_args=["-O2", "-std=c11", "-fvisibility=hidden"],
             libraries=["m"],

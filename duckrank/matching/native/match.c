@@ -48,6 +48,8 @@
 
 DUCKDB_EXTENSION_EXTERN
 
+#include "preferences.h"
+
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -914,6 +916,9 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
 	duckdb_logical_type grade_parameters[] = {any, grade_map, bigint, varchar};
 	if (state == DuckDBSuccess) {
 		state = register_set(connection, "duckrank_grades", grade_parameters, 4, grade_list, grade_rows, account);
+	}
+	if (state == DuckDBSuccess) {
+		state = duckrank_register_preferences(connection);
 	}
 
 	duckdb_logical_type *types[] = {&varchar, &any, &bigint, &result, &real, &grade_map, &grade_list};
