@@ -1,3 +1,9 @@
+import os
+
+# ranx (a test oracle) compiles its numba kernels on first use: about 40 s in a fresh
+# environment, far more than they run on test-sized data. Interpreted, they give the same values.
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
+
 import duckdb
 import pytest
 
