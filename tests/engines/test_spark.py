@@ -36,8 +36,8 @@ import duckrank  # noqa: E402
 from duckrank import spark as duckrank_spark  # noqa: E402
 from duckrank.metrics.record import Option  # noqa: E402
 
-USERS = 10_000
-PREFERENCE_USERS = 3_000  # edrc is slower per row, and its wiring needs no more
+USERS = 2_000
+PREFERENCE_USERS = 600  # edrc is slower per row, and its wiring needs no more
 ITEMS = 40  # few distinct ids, so that lists have hits and duplicates
 
 
