@@ -20,10 +20,20 @@ from duckrank.metrics import METRICS, binary, by_name
 
 BINARY = ("precision_at", "recall_at", "average_precision", "mrr", "hitrate", "auc", "ndcg")
 
+
+@pytest.fixture(scope="module")
+def con():
+    """One connection for the module (registering duckrank takes most of a second, and most
+    tests here only read): tests that create a table name it for themselves or replace it."""
+    connection = duckrank.connect()
+    yield connection
+    connection.close()
+
+
 GUIDE_TABLES = """
-CREATE TABLE dummy_truth AS SELECT * FROM (VALUES
+CREATE OR REPLACE TEMP TABLE dummy_truth AS SELECT * FROM (VALUES
   (1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 4), (3, 1), (3, 2), (3, 4)) t(userid, itemid);
-CREATE TABLE dummy_rec AS SELECT * FROM (VALUES
+CREATE OR REPLACE TEMP TABLE dummy_rec AS SELECT * FROM (VALUES
   (1, 1, 10.0), (1, 3, 8.0), (1, 2, 6.0), (1, 6, 2.0),
   (2, 1, 10.0), (2, 3, 8.0), (2, 2, 6.0), (2, 6, 2.0),
   (3, 1, 10.0), (3, 3, 8.0), (3, 2, 6.0), (3, 6, 2.0)) t(userid, itemid, score);
@@ -426,13 +436,17 @@ def test_to_ordered_list_dedup_and_nulls(con):
 
 def test_to_ordered_list_is_deterministic_across_runs(con):
     con.execute(
-        "CREATE TABLE long AS SELECT u % 1000 AS u, (u * 7919) % 100003 AS item, (u % 7) AS score "
+        "CREATE OR REPLACE TEMP TABLE long AS "
+        "SELECT u % 1000 AS u, (u * 7919) % 100003 AS item, (u % 7) AS score "
         "FROM range(200000) t(u)"
     )
     query = "SELECT u, to_ordered_list(item, score, '-reverse') FROM long GROUP BY u ORDER BY u"
     first = con.execute(query).fetchall()
     con.execute("SET threads = 1")
-    assert con.execute(query).fetchall() == first
+    try:
+        assert con.execute(query).fetchall() == first
+    finally:
+        con.execute("RESET threads")
 
 
 @pytest.mark.parametrize(

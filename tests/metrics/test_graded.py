@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from conftest import scalar
 
+import duckrank
 from duckrank.matching.arrays import match_grade_lists, match_grades, match_hits
 from duckrank.metrics import binary, by_name, graded
 
@@ -53,9 +54,19 @@ def test_seed_003_example_with_the_default_options(con):
     assert scalar(con, f"SELECT ndcg({JARVELIN})") == pytest.approx(dcg / ideal, abs=1e-15)
 
 
+
+@pytest.fixture(scope="module")
+def con():
+    """One connection for the module (registering duckrank takes most of a second, and most
+    tests here only read): tests that create a table name it for themselves or replace it."""
+    connection = duckrank.connect()
+    yield connection
+    connection.close()
+
+
 # --- seed 001: Hivemall's dummy_recrel -----------------------------------------------------------
 DUMMY_RECREL = """
-CREATE TABLE dummy_recrel AS SELECT * FROM (VALUES
+CREATE OR REPLACE TEMP TABLE dummy_recrel AS SELECT * FROM (VALUES
   (1, 1, 10.0, 5.0), (1, 3, 8.0, 2.0), (1, 2, 6.0, 4.0), (1, 6, 2.0, 1.0), (1, 4, 1.0, 3.0),
   (2, 1, 10.0, 5.0), (2, 3, 8.0, 2.0), (2, 2, 6.0, 4.0), (2, 6, 2.0, 1.0), (2, 4, 1.0, 3.0),
   (3, 1, 10.0, 5.0), (3, 3, 8.0, 2.0), (3, 2, 6.0, 4.0), (3, 6, 2.0, 1.0), (3, 4, 1.0, 3.0)
@@ -442,10 +453,10 @@ def _kernel_table(con) -> None:
         rows.append([i, rec, judged, grades, k])
     rows[0][1], rows[1][2], rows[2][4] = None, None, None  # NULL rec, truth, k
     rows[3][1], rows[3][4] = [], "2"
-    con.execute("CREATE TEMP TABLE kernel_rows (id INT, rec BIGINT[], items INT[], "
+    con.execute("CREATE OR REPLACE TEMP TABLE kernel_rows (id INT, rec BIGINT[], items INT[], "
                 "grades DOUBLE[], k VARCHAR)")
     con.executemany("INSERT INTO kernel_rows VALUES (?, ?, ?, ?, ?)", rows)
-    con.execute("""CREATE TEMP VIEW kernel_cases AS
+    con.execute("""CREATE OR REPLACE TEMP VIEW kernel_cases AS
         SELECT id, rec, CASE WHEN items IS NULL THEN NULL
                              ELSE map(items, grades)::MAP(VARCHAR, DOUBLE) END AS truth,
                items AS truth_list, k
@@ -501,8 +512,8 @@ def test_ndcg_grades_kernel_equals_sql(con):
         truth = [rng.choice([0, 1, 2, 3, 5]) for _ in range(rng.randint(0, 6))]
         rows.append([i, rec, truth, rng.choice(["all", "1", "3", "10"])])
     rows[0][1], rows[1][2], rows[2][3] = None, None, None  # NULL rec, truth, k
-    con.execute("CREATE TEMP TABLE grade_lists (id INT, rec STRUCT(g DOUBLE)[], truth INT[], "
-                "k VARCHAR)")
+    con.execute("CREATE OR REPLACE TEMP TABLE grade_lists "
+                "(id INT, rec STRUCT(g DOUBLE)[], truth INT[], k VARCHAR)")
     con.executemany("INSERT INTO grade_lists VALUES (?, ?, ?, ?)", rows)
     data = con.sql("SELECT rec, truth, k FROM grade_lists ORDER BY id").to_arrow_table()
     k = _kernel_cutoffs(data)
