@@ -25,8 +25,8 @@ Extras: ranx and pytrec-eval-terrier (100,000 users, where installed), to_ordere
 and 10,000,000 users straight from Parquet, and that of ``duckrank evaluate`` on long-format
 Parquet at 1,000,000 and 10,000,000 users (benchmarks/bench_long_memory.py). The sections of
 ``OWN_SCRIPTS`` (edrc, the statistical tests, comparison reports, ``duckrank trec_eval``, the
-beyond-accuracy metrics, the protocol, the models) run their own ``benchmarks/bench_<section>.py``
-in a fresh process, each against the peers it names.
+beyond-accuracy metrics, the protocol, the models, Spark, long tables) run their own
+``benchmarks/bench_<section>.py`` in a fresh process, each against the peers it names.
 
 Every row prints as it finishes; ``--json`` keeps them all. The machine is shared: compare the
 ratios, measured in the same run, rather than absolute seconds.
@@ -326,6 +326,8 @@ OWN_SCRIPTS = {
     "spark": ("Spark local[2], 100,000 users, k = 10: native SQL, Arrow UDF, MLlib, scan",
               ["--ids", "bigint", "--k", "10", "--runs", "3", "--blocks", "ndcg", "mllib",
                "--mllib-rdd"]),
+    "long": ("end to end from long Parquet: 1,000,000 users x 100 items; peak RSS at "
+             "1,000,000 and 10,000,000 users", []),
 }
 SECTIONS = (
     "main", "peers", "ordered_list", "graded", "streaming", "long_memory", *OWN_SCRIPTS

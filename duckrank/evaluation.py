@@ -5,7 +5,9 @@ A *run* is a long table with one row per (query, item, score); *qrels* (judgment
 (query, item, grade). A query is whatever the lists are ranked for: a search query or a user.
 Per query, the run becomes a ranked list with ``to_ordered_list(item, score, '-reverse')`` (every
 tied item kept; ties in score broken by item, descending, which is trec_eval's order) and the
-qrels become the truth, then each requested metric is the SQL function of the same name.
+qrels become the truth, then each requested metric is the SQL function of the same name. When
+every metric has a cut-off and the lists are long, only each query's top K is ranked (the same
+list cut at the largest cut-off; see ``_ranked_sql``).
 
 Metric requests are written ``name[(option=value, ...)][@k]`` (``ndcg@10``, ``map@100``,
 ``ndcg(gain=linear)@10``); a list or range of cut-offs is one request per cut-off
@@ -16,9 +18,10 @@ is available without code here; two options belong to the evaluation itself:
 grade >= G in the binary reading).
 
 Memory stays flat in the number of queries: the query ids are split into ranges of about
-``ROWS_PER_BUCKET`` input rows (from a sample of the run) and the lists are built, matched and
-summed one range at a time; the run and qrels are scanned once per range instead of being held
-whole.
+``ROWS_PER_BUCKET`` input rows (from a sample of the run; a query ranked by its top K counts as
+``TOP_K_ROW_WEIGHT`` * K rows) and the lists are built, matched and summed one range at a time;
+the run and qrels are scanned once per range instead of being held whole (Parquet sorted by query
+skips the row groups outside a range).
 
 Everything the caller supplies (paths, column names, metric names, k, option values) reaches SQL
 as a query parameter, a quoted identifier, or a name checked against the registry: never as SQL
@@ -526,6 +529,7 @@ class _Columns:
     run_query: str
     run_item: str
     run_key: str  # what to_ordered_list sorts by, descending
+    run_key_column: str  # the quoted score or rank column run_key reads
     qrels_query: str
     qrels_item: str
     grade: str
@@ -635,6 +639,7 @@ def _columns(run: _Table, qrels: _Table, names: ColumnNames, by: Sequence[str], 
                          f"one row per query use {spelling.argument('per_user', True)}")
     return _Columns(
         run_query=query_sql[0], run_item=item_sql[0], run_key=run_key,
+        run_key_column=quote_identifier(key),
         qrels_query=query_sql[1], qrels_item=item_sql[1], grade=grade,
         query_type="VARCHAR" if ids == "varchar" else run.type_of(run_query),
         query_name=run_query, by=by_names,
@@ -712,12 +717,22 @@ def _check_conflicts(con: duckdb.DuckDBPyConnection, view: str, c: _Columns,
                      bucket: _Bucket) -> int:
     """Raise when one (query, item) has two grades in this range; return its judged queries."""
     where = f"{_kept(c)} AND {bucket.where(c.qrels_query, c.query_type)}"
-    judged, conflicts = con.execute(f"""
-        SELECT count(*), count(*) FILTER (WHERE conflict) FROM (
-          SELECT q, bool_or(low <> high) AS conflict FROM (
-            SELECT {c.qrels_query} AS q, min({c.grade}) AS low, max({c.grade}) AS high
-            FROM {view} WHERE {where} GROUP BY q, {c.qrels_item})
-          GROUP BY q)""", bucket.params).fetchall()[0]
+    # Only a query with two different grades can give them to one item: grouping by query alone
+    # costs a tenth of grouping every (query, item), which then reads only those queries (none
+    # for qrels of one grade).
+    per_query = (f"SELECT {c.qrels_query} AS q, min({c.grade}) AS low, max({c.grade}) AS high "
+                 f"FROM {view} WHERE {where} GROUP BY q")
+    judged, mixed_queries = con.execute(
+        f"SELECT count(*), count(*) FILTER (WHERE low <> high) FROM ({per_query})",
+        bucket.params).fetchall()[0]
+    if not mixed_queries:
+        return judged
+    where += f" AND {c.qrels_query} IN (SELECT q FROM ({per_query}) WHERE low <> high)"
+    conflicts = con.execute(f"""
+        SELECT count(*) FROM (
+          SELECT {c.qrels_query} AS q FROM {view} WHERE {where}
+          GROUP BY q, {c.qrels_item} HAVING min({c.grade}) <> max({c.grade}))""",
+        bucket.params).fetchall()[0][0]
     if conflicts:
         example = con.execute(f"""
             SELECT q::VARCHAR, i::VARCHAR FROM (
@@ -809,10 +824,42 @@ def _plan_metrics(
     return list(metrics.values()), list(truths.values())
 
 
+# --- ranking: whole lists or the top K ------------------------------------------------------------
+
+# Metrics with a cut-off read only rec[1:k] (and K = min(k, len(rec)), the same on the list cut at
+# the largest k), so when every requested metric has one, each query needs only its top K. DuckDB's
+# max(x, n) keeps those in a heap per query instead of sorting all its rows: at K = 10 over
+# 100-row lists half the CPU of to_ordered_list, level at K = 50, and slower with more memory (the
+# heap reserves its n places per query) when the lists are not much longer than K (measured in
+# one run, benchmarks/bench_long.py). Hence the top K only where the lists average at least
+# TOP_K_RATIO * K rows.
+TOP_K_RATIO = 4
+# Memory of a query's heap, in input rows (ranges are sized in rows, ROWS_PER_BUCKET).
+TOP_K_ROW_WEIGHT = 4
+
+
+def _top_k(metrics: Sequence[_Metric]) -> int | None:
+    """The largest cut-off when every metric has one; None when some metric reads the whole
+    list."""
+    cutoffs = [m.request.k for m in metrics]
+    return None if None in cutoffs else max(k for k in cutoffs if k is not None)
+
+
+def _ranked_sql(item: str, key: str, top_k: int | None) -> str:
+    """The aggregate that ranks a query's rows: ``to_ordered_list(item, key, '-reverse')``, or
+    its first ``top_k`` items. ``max`` over {key, item} structs orders them as '-reverse' does
+    (key descending, then item descending) and keeps tied and repeated rows, so the top K is
+    that list cut at K (tests/test_evaluate.py checks it row by row)."""
+    if top_k is None:
+        return f"to_ordered_list({item}, {key}, '-reverse')"
+    return f"list_transform(max({{'k': {key}, 'v': {item}}}, {int(top_k)}), lambda e: e.v)"
+
+
 def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_Metric],
-                truths: Sequence[_Truth], bucket: _Bucket,
-                convention: Convention) -> tuple[str, dict[str, Any]]:
-    """The CTEs ranked, judged and scored of one range of query ids, and their parameters."""
+                truths: Sequence[_Truth], bucket: _Bucket, convention: Convention,
+                top_k: int | None) -> tuple[str, dict[str, Any]]:
+    """The CTEs ranked, judged and scored of one range of query ids, and their parameters
+    (``top_k``: rank only each query's top K, see ``_ranked_sql``)."""
     params: dict[str, Any] = dict(bucket.params)
 
     def parameter(value: Any) -> str:
@@ -831,6 +878,9 @@ def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_
             sql = f"coalesce(list(i) FILTER (WHERE {relevant}), list(i)[1:0])"
         judged.append(f",\n         {sql} AS {truth.name}")
     graded = {truth.name: truth.graded for truth in truths}
+    # A MAP takes each item once; a LIST truth is read as a set, so a repeated judgment (the
+    # same grade twice: _check_conflicts refused two grades) needs no hash of every qrels row.
+    distinct = "DISTINCT " if any(graded.values()) else ""
     calls = []
     for index, metric in enumerate(metrics):
         request = metric.request
@@ -850,7 +900,7 @@ def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_
     sql = f"""
 WITH ranked AS (
   SELECT {by_select}{c.run_query} AS duckrank_query,
-         to_ordered_list({c.run_item}, {key}, '-reverse') AS duckrank_rec
+         {_ranked_sql(c.run_item, key, top_k)} AS duckrank_rec
   FROM {run_view}
   WHERE {c.run_query} IS NOT NULL AND {c.run_item} IS NOT NULL AND {c.run_key} IS NOT NULL
     AND {bucket.where(c.run_query, c.query_type)}
@@ -858,7 +908,7 @@ WITH ranked AS (
 ),
 judged AS (
   SELECT q AS duckrank_query, true AS duckrank_in_qrels{''.join(judged)}
-  FROM (SELECT DISTINCT {c.qrels_query} AS q, {c.qrels_item} AS i, {c.grade} AS g
+  FROM (SELECT {distinct}{c.qrels_query} AS q, {c.qrels_item} AS i, {c.grade} AS g
         FROM {qrels_view}
         WHERE {c.qrels_query} IS NOT NULL AND {c.qrels_item} IS NOT NULL
           AND {bucket.where(c.qrels_query, c.query_type)})
@@ -961,24 +1011,37 @@ def evaluation(
         _check_grades(con, qrels_view, c, requests, profile, spelling)
         metric_columns, truths = _plan_metrics(requests, profile.graded)
 
-        # Per run group: its rows and the rows dropped (a NULL query, item, score or rank).
+        # Per run group: its rows, its queries (when the top K may serve: an estimate, for the
+        # lists' mean length), and in rows of their own the rows dropped (a NULL query, item,
+        # score or rank): a filter of IS NULL tests goes into the scan, where Parquet's
+        # statistics skip the row groups without NULLs instead of reading three columns.
+        top_k = _top_k(metric_columns)
+        queries = f"approx_count_distinct({c.run_query})" if top_k else "NULL::BIGINT"
         empty_sums = "".join(f", NULL::DOUBLE AS duckrank_s{i}, 0::BIGINT AS duckrank_n{i}"
                              for i in range(len(metric_columns)))
         partials = quote_identifier(f"duckrank_partials_{uuid.uuid4().hex}")
         dropped_objects.append(f"TABLE IF EXISTS {partials}")
         con.execute(f"""
             CREATE TEMP TABLE {partials} AS
-            SELECT {c.by_select}count(*) AS duckrank_rows,
-                   count(*) FILTER (WHERE {c.run_query} IS NULL OR {c.run_item} IS NULL
-                                    OR {c.run_key} IS NULL) AS dropped,
-                   0::BIGINT AS scored, 0::BIGINT AS unjudged{empty_sums}
+            SELECT {c.by_select}count(*) AS duckrank_rows, {queries} AS duckrank_queries,
+                   0::BIGINT AS dropped, 0::BIGINT AS scored, 0::BIGINT AS unjudged{empty_sums}
             FROM {run_view}{c.group_by}""")
-        run_rows, run_dropped = con.execute(
-            f"SELECT coalesce(sum(duckrank_rows), 0), coalesce(sum(dropped), 0) FROM {partials}"
+        con.execute(f"""
+            INSERT INTO {partials} BY NAME
+            SELECT {c.by_select}count(*) AS dropped FROM {run_view}
+            WHERE {c.run_query} IS NULL OR {c.run_item} IS NULL OR {c.run_key_column} IS NULL
+            {c.group_by}""")
+        run_rows, run_dropped, run_queries = con.execute(
+            f"SELECT coalesce(sum(duckrank_rows), 0), coalesce(sum(dropped), 0), "
+            f"coalesce(sum(duckrank_queries), 0) FROM {partials}"
         ).fetchall()[0]
         _warn_dropped(run_dropped, profile.dropped, c.run_key)
 
-        buckets = _buckets(con, run_view, c, run_rows + profile.rows)
+        if top_k and run_rows >= TOP_K_RATIO * top_k * max(run_queries, 1):
+            state_rows = min(run_rows, run_queries * top_k * TOP_K_ROW_WEIGHT)
+        else:
+            top_k, state_rows = None, run_rows
+        buckets = _buckets(con, run_view, c, state_rows + profile.rows)
         judged_queries = sum(_check_conflicts(con, qrels_view, c, b) for b in buckets)
 
         labels = [m.column for m in metric_columns]
@@ -993,7 +1056,7 @@ def evaluation(
             def queries() -> Iterator[tuple[str, dict[str, Any]]]:
                 for bucket in buckets:
                     sql, params = _scored_sql(run_view, qrels_view, c, metric_columns, truths,
-                                              bucket, rules)
+                                              bucket, rules, top_k)
                     yield (
                         f"{sql}\nSELECT {c.by_select}duckrank_query AS "
                         f"{query_label}, {metric_select} FROM scored WHERE duckrank_judged "
@@ -1009,7 +1072,7 @@ def evaluation(
         )
         for bucket in buckets:
             sql, params = _scored_sql(run_view, qrels_view, c, metric_columns, truths, bucket,
-                                      rules)
+                                      rules, top_k)
             con.execute(
                 f"INSERT INTO {partials} BY NAME {sql}\n"
                 f"SELECT {c.by_select}count(*) FILTER (WHERE duckrank_judged) AS scored, "

@@ -530,3 +530,106 @@ def test_unknown_convention_is_an_error() -> None:
     with pytest.raises(ValueError, match="convention='trec': the conventions are duckrank, "
                                          "trec_eval"):
         duckrank.evaluate(_dummy_rec(), _dummy_truth(), ["map"], convention="trec")
+
+
+# --- issue 19, item 4: long tables ranked by their top K ------------------------------------------
+
+def _tied_long_run(queries: int = 40, rows: int = 60, seed: int = 19) -> pa.Table:
+    """``rows`` run rows per query with scores from 6 values (many ties, including -0.0 against
+    0.0 and NaN), item ids from 0 to 29 (items repeated within a query) and no NULL (dropped
+    rows are tested above)."""
+    rng = np.random.default_rng(seed)
+    scores = rng.choice([1.0, 0.5, 0.0, -0.0, float("nan"), 2.0], queries * rows)
+    return pa.table({"user": np.repeat(np.arange(queries), rows),
+                     "item": rng.integers(0, 30, queries * rows),
+                     "score": pa.array(scores, from_pandas=False)})
+
+
+def _ranked_queries(con, run, qrels, metrics: list[str]) -> list[str]:
+    """The SQL of each range of query ids that evaluate(per_user=True) runs."""
+    with duckrank.evaluation.evaluation(con, run, qrels, metrics, per_user=True) as result:
+        return [sql for sql, _ in result.queries()]
+
+
+CUTOFF_METRICS = ["ndcg@3", "map@3", "P@3", "recall@5", "mrr@5", "auc@5", "hitrate@2",
+                  "ndcg(gain=linear)@4", "err@5"]
+
+
+@pytest.mark.parametrize("graded", [False, True])
+def test_cut_off_metrics_rank_only_the_top_k_and_give_the_whole_lists_values(con, graded) -> None:
+    """Every metric has a cut-off and the lists are 12x the largest (5): evaluate ranks each
+    query's top 5 (DuckDB's max over {score, item}) instead of sorting its 60 rows. The
+    expected values are the documented definition: each metric of the query's whole
+    to_ordered_list(item, score, '-reverse') list and the qrels' truth, computed here in SQL row
+    by row; ties (equal scores, -0.0 against 0.0, NaN, repeated items) must come out in the same
+    order."""
+    run = _tied_long_run()
+    rng = np.random.default_rng(7)
+    qrels = pd.DataFrame({"user": np.repeat(np.arange(40), 8), "item": rng.integers(0, 30, 320),
+                          "grade": rng.integers(1, 4, 320) if graded else 1})
+    qrels = qrels.drop_duplicates(["user", "item"])
+    metrics = CUTOFF_METRICS if graded else [m for m in CUTOFF_METRICS if "gain" not in m]
+    assert all("max({'k'" in sql for sql in _ranked_queries(con, run, qrels, metrics))
+
+    got = duckrank.evaluate(run, qrels, metrics, per_user=True, connection=con)
+    con.register("run_table", run)
+    con.register("qrels_table", qrels)
+    truth = ("map_from_entries(list({'key': item, 'value': grade::DOUBLE}))" if graded
+             else "list(item)")
+    calls = []
+    for request in metrics:
+        parsed = parse_metric(request)
+        options = "".join(f", {name} := '{value}'" for name, value in parsed.options)
+        calls.append(f"{parsed.name}(rec, truth, {parsed.k}{options})")
+    expected = con.execute(f"""
+        WITH r AS (SELECT user, to_ordered_list(item, score, '-reverse') AS rec FROM run_table
+                   GROUP BY user),
+             t AS (SELECT user, {truth} AS truth FROM qrels_table GROUP BY user)
+        SELECT user, {', '.join(calls)} FROM (SELECT * FROM r JOIN t USING (user)) ORDER BY user
+    """).df()
+    assert got["user"].tolist() == expected["user"].tolist()
+    for index, request in enumerate(metrics, start=1):  # the columns in request order
+        assert got.iloc[:, index].tolist() == pytest.approx(expected.iloc[:, index].tolist(),
+                                                            abs=1e-12, nan_ok=True), request
+
+
+@pytest.mark.parametrize(("metrics", "rows"), [(["ndcg@5", "map"], 60), (["ndcg@20"], 60)])
+def test_the_whole_list_is_ranked_without_a_cut_off_or_with_short_lists(con, metrics,
+                                                                       rows) -> None:
+    """A metric without a cut-off reads the whole list; lists under 4x the cut-off (60 rows,
+    k = 20) sort faster than a heap of k keeps them: both take to_ordered_list."""
+    run = _tied_long_run(rows=rows)
+    qrels = pd.DataFrame({"user": [0, 1], "item": [3, 4]})
+    assert all("to_ordered_list(" in sql for sql in _ranked_queries(con, run, qrels, metrics))
+
+
+def test_conflicts_are_found_among_queries_of_one_grade(con) -> None:
+    """Queries 0 and 1 have one grade each (no conflict possible), query 2 has two grades on
+    different items (no conflict), query 3 gives item 5 the grades 1 and 2: the error names
+    it."""
+    run = _tied_long_run(queries=4)
+    qrels = pd.DataFrame({"user": [0, 0, 1, 2, 2, 3, 3, 3], "item": [1, 1, 2, 3, 4, 5, 5, 6],
+                          "grade": [1, 1, 2, 1, 2, 1, 2, 1]})
+    with pytest.raises(ValueError, match="two different grades to query 3, item 5"):
+        duckrank.evaluate(run, qrels, ["ndcg@3"], connection=con)
+    fine = duckrank.evaluate(run, qrels[qrels["user"] < 3], ["ndcg@3"], connection=con)
+    assert fine["scored"][0] == 3 and fine["unranked"][0] == 0  # 3 judged queries, all ranked
+
+
+def test_repeated_judgments_count_once_without_a_distinct_pass(con) -> None:
+    """Binary qrels are no longer made distinct before the truth lists are built (a LIST truth
+    is read as a set, docs/reference.md): qrels with every other judgment repeated give the
+    values of the qrels without repeats, for metrics that count the relevant items (recall,
+    map, num_rel, bpref, Rprec) as well as the others. Expected: the same evaluation of the
+    qrels without repeats."""
+    rng = np.random.default_rng(3)
+    run = pd.DataFrame({"user": np.repeat(np.arange(20), 15), "item": rng.integers(0, 20, 300),
+                        "score": rng.random(300)})
+    qrels = pd.DataFrame({"user": np.repeat(np.arange(20), 6),
+                          "item": rng.integers(0, 20, 120)}).drop_duplicates()
+    repeated = pd.concat([qrels, qrels.iloc[::2]])
+    metrics = ["P@5", "recall@5", "map", "ndcg", "mrr", "auc", "num_rel", "bpref", "Rprec"]
+    for convention in ("duckrank", "trec_eval"):
+        once = duckrank.evaluate(run, qrels, metrics, convention=convention, connection=con)
+        twice = duckrank.evaluate(run, repeated, metrics, convention=convention, connection=con)
+        assert twice.iloc[0, 4:].tolist() == pytest.approx(once.iloc[0, 4:].tolist(), abs=1e-15)

@@ -111,3 +111,51 @@ def test_peak_memory_does_not_grow_with_the_number_of_users(tmp_path):
     # Ten times the users: the peak may differ by buffers and thread-local state, not by the data
     # (2,000,000 rows of 25 items are about 400 MB in memory).
     assert large["peak_kb"] < small["peak_kb"] * 1.5 + 100_000, (small, large)
+
+
+# argv: run, qrels; prints the peak RSS, the users scored, the ranges of query ids and whether
+# they rank by the top K. Ranges of 200,000 input rows (ROWS_PER_BUCKET, 3,000,000 by default)
+# make the small files behave as large ones.
+LONG_PEAK = """
+    import json, sys
+    import duckrank
+    from duckrank import evaluation
+    evaluation.ROWS_PER_BUCKET = 200_000
+    ranges, ranked = [], []
+    buckets, scored_sql = evaluation._buckets, evaluation._scored_sql
+    evaluation._buckets = lambda *a: ranges.extend(buckets(*a)) or ranges
+    evaluation._scored_sql = lambda *a: ranked.append(a[-1]) or scored_sql(*a)
+    con = duckrank.connect()
+    con.execute("SET threads = 2")
+    frame = duckrank.evaluate(sys.argv[1], sys.argv[2], "ndcg@5", connection=con)
+    peak = next(int(line.split()[1]) for line in open("/proc/self/status")
+                if line.startswith("VmHWM:"))
+    print(json.dumps({"peak_kb": peak, "scored": int(frame["scored"][0]), "ranges": len(ranges),
+                      "top_k": set(ranked) == {5}}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_peak_memory_of_long_files_ranked_by_their_top_k_stays_flat(tmp_path):
+    """25 run rows per user and ndcg@5: each user's top 5 is kept in a heap (duckrank/
+    evaluation.py), whose memory the ranges of query ids are sized for (a heap per user counts
+    as TOP_K_ROW_WEIGHT * 5 rows): ten times the users, about ten times the ranges, the same
+    peak."""
+    import duckdb
+
+    files = {}
+    with duckdb.connect() as con:
+        for users in (10_000, 100_000):
+            run, qrels = (str(tmp_path / f"{kind}{users}.parquet") for kind in ("run", "qrels"))
+            con.execute(f"""COPY (SELECT u AS user, u * 100 + j AS item, hash(u, j) % 1000 AS score
+                FROM range({users}) a(u), range(25) b(j)) TO '{run}' (FORMAT parquet)""")
+            con.execute(f"""COPY (SELECT u AS user, u * 100 + j * 7 AS item FROM range({users})
+                a(u), range(3) b(j)) TO '{qrels}' (FORMAT parquet)""")
+            files[users] = (run, qrels)
+    small = run_child(LONG_PEAK, 120, *files[10_000])
+    large = run_child(LONG_PEAK, 120, *files[100_000])
+    assert (small["scored"], large["scored"]) == (10_000, 100_000)
+    assert small["top_k"] and large["top_k"]
+    assert large["ranges"] >= 5 * small["ranges"], (small, large)
+    # Measured: 213 MB and 219 to 229 MB (12 ranges); in one range the larger files take 302 MB.
+    assert large["peak_kb"] < small["peak_kb"] * 1.2 + 30_000, (small, large)
