@@ -47,6 +47,7 @@ from duckrank.evaluation import (
     as_relation,
     column_names,
     evaluation,
+    needed_functions,
     reader_columns,
 )
 from duckrank.files.runs import file_format, read_file
@@ -733,6 +734,18 @@ def _report(con: duckdb.DuckDBPyConnection, scored: _Scored, o: Options,
                   _long(con, scored), polars)
 
 
+# The statistical tests and intervals a report may call, besides the metrics.
+_REPORT_FUNCTIONS = ("bootstrap_ci", "paired_bootstrap_ci", "paired_ttest", "randomization_test",
+                     "wilcoxon")
+
+
+def _needed_functions(metrics: Sequence[str]) -> list[str] | None:
+    """What ``connect(functions=...)`` registers for a report of ``metrics``: None (every
+    function) when a request does not parse, so that the evaluation names the error."""
+    functions = needed_functions(metrics)
+    return None if functions is None else [*functions, *_REPORT_FUNCTIONS]
+
+
 def compare(
     runs: Mapping[str, Any] | Sequence[str | Path] | Any,
     qrels: Any,
@@ -785,7 +798,8 @@ def compare(
     options = Options(baseline, test, alpha, correction, level, trials, seed)
     options.check()  # before connecting: a typo costs no evaluation
     systems = systems_of(runs, by)
-    con = register(connection) if connection is not None else connect()
+    con = (register(connection) if connection is not None
+           else connect(functions=_needed_functions(metrics)))
     try:
         return comparison(con, Inputs(systems, qrels, metrics, names, ids, glob), options)
     finally:
