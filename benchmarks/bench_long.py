@@ -44,6 +44,7 @@ import duckdb
 import duckrank
 from benchmarks.bench_long_memory import long_files as short_long_files
 from benchmarks.data import DATA_DIR
+from benchmarks.goals import print_goal
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_TRUTH = 30
@@ -178,22 +179,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     line("list(item ORDER BY score DESC) by user", native, read_run, "read run")
     ordered = timed(query(grouped.format("to_ordered_list(item, score, '-reverse')")), repeat)
     line("to_ordered_list(item, score, '-reverse')", ordered, native, "list(ORDER BY)")
+    print_goal("to_ordered_list within 1.1x of list(ORDER BY) (CPU)",
+               f"{ordered[1] / native[1]:.2f}x", ordered[1] <= 1.1 * native[1])
     con.close()
 
     result = evaluate_in_child(run, qrels)
     line(f"evaluate ndcg@10 (fresh process, RSS {result['peak_mb']:.0f} MB)",
          (result["wall"], result["cpu"], 0.0), read_both, "read run + qrels")
     print(f"    ndcg@10 {result['ndcg']!r} over {result['scored']:,} users", flush=True)
+    print_goal("evaluate ndcg@10 from long files within 2x of reading them (CPU)",
+               f"{result['cpu'] / read_both[1]:.2f}x", result["cpu"] <= 2 * read_both[1])
     for peer, seconds in PEERS.items() if users == 1_000_000 else ():
         print(f"    {peer} (not run here: shared notes peers.md, 1,000,000 users, load included) "
               f"{seconds:.0f} s, {seconds / result['wall']:.1f}x this evaluate", flush=True)
 
     print("peak RSS of evaluate ndcg@10, 10 run rows and 3 qrels rows per user "
           "(benchmarks/bench_long_memory.py's files):", flush=True)
+    peaks = []
     for count in memory_users:
         measured = evaluate_in_child(*short_long_files(count))
+        peaks.append(measured["peak_mb"])
         print(f"    {count:>12,} users  {measured['wall']:7.2f} s  CPU {measured['cpu']:7.2f} s  "
               f"peak RSS {measured['peak_mb']:6.0f} MB", flush=True)
+    print_goal(f"peak memory flat from {memory_users[0]:,} to {memory_users[1]:,} users",
+               f"{peaks[1] / peaks[0]:.2f}x", peaks[1] <= 1.25 * peaks[0])
 
 
 if __name__ == "__main__":

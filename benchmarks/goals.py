@@ -1,8 +1,12 @@
-"""Check the performance goals of the benchmark issue against a run's rows.
+"""Check the performance goals of the benchmark issues against a run's rows.
 
     .venv/bin/python -m benchmarks.goals [benchmarks/data/results.json]
 
 Every ratio compares measurements of the same run (1,000,000 users unless a goal says otherwise).
+The grid's goals are computed here from its rows; a script of its own
+(``benchmarks/bench_<section>.py``) checks its goals itself and prints each as a line
+``GOAL {"goal": ..., "measured": ..., "met": ...}`` (``print_goal``), which ``benchmarks.run``
+keeps with the section's row.
 """
 
 from __future__ import annotations
@@ -23,6 +27,20 @@ def _seconds(rows: list[dict[str, Any]], **where: Any) -> float | None:
         if all(row.get(key) == value for key, value in where.items()) and "seconds" in row:
             return row["seconds"]
     return None
+
+
+GOAL_PREFIX = "GOAL "
+
+
+def print_goal(goal: str, measured: str, met: bool | None) -> None:
+    """Print one goal of a script of its own, for ``benchmarks.run`` to collect."""
+    print(GOAL_PREFIX + json.dumps({"goal": goal, "measured": measured, "met": met}), flush=True)
+
+
+def script_goals(output: str) -> list[dict[str, Any]]:
+    """The goals a script printed (``print_goal``) in its ``output``."""
+    return [json.loads(line[len(GOAL_PREFIX):]) for line in output.splitlines()
+            if line.startswith(GOAL_PREFIX)]
 
 
 def _line(goal: str, measured: str, met: bool | None) -> str:
@@ -100,6 +118,10 @@ def goal_lines(rows: list[dict[str, Any]]) -> list[str]:
                     f"faster end to end than {tool} (ndcg@{k}, 100,000 users)",
                     f"{total / ours:.0f}x faster (export {theirs[0]['export_seconds']:.2f} s + "
                     f"compute {theirs[0]['seconds']:.3f} s vs {ours:.3f} s)", total > ours))
+    for row in rows:
+        for goal in script_goals(row.get("output", "")):
+            lines.append(_line(f"{row['section']}: {goal['goal']}", goal["measured"],
+                               goal["met"]))
     return lines
 
 
