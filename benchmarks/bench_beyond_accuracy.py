@@ -14,7 +14,9 @@ that have the same metric.
   RePlay 0.22 and Microsoft Recommenders 1.2.1 on the same data in their own input format (long
   pandas frames; building them is not timed), for the ratio. Peers whose method cannot finish at
   this size on this machine are run on the first ``--peer-users`` users (marked) or skipped
-  with the reason.
+  with the reason. ``--recpack`` adds recpack 0.3.6's ``IPSHitRateK`` (the only peer with an
+  inverse-propensity metric) against ``ips_precision``; recpack runs in a venv of its own
+  (tests/metrics/test_debiased.py says how to make it).
 
     .venv/bin/python -m benchmarks.bench_beyond_accuracy           # 1,000,000 users
     .venv/bin/python -m benchmarks.bench_beyond_accuracy --quick   # 10,000 users, seconds
@@ -80,6 +82,9 @@ def load(con: duckdb.DuckDBPyConnection, users: int, k: int, items: int, interac
     con.unregister("arrow_in")
     con.execute(f"CREATE OR REPLACE TABLE categories AS SELECT range AS item, 'c' || (hash(range) "
                 f"% 20) AS category FROM range({items})")
+    # The training estimate (gamma 0) as a table, for the propensities := form.
+    con.execute("CREATE OR REPLACE TABLE propensities AS SELECT item, sqrt(n / max(n) OVER ()) "
+                "AS propensity FROM (SELECT item, count(*) AS n FROM train GROUP BY item)")
 
 
 QUERIES = (
@@ -102,6 +107,15 @@ QUERIES = (
     ("rbo (min)", "SELECT avg(rbo(r.rec, o.rec, {k})) FROM recs r JOIN other o USING (user)"),
     ("rbo (ext)", "SELECT avg(rbo(r.rec, o.rec, {k}, variant := 'ext')) FROM recs r "
      "JOIN other o USING (user)"),
+    # Propensities estimated from train (gamma 0); items never trained on weigh 1 / 0.01.
+    ("ips_recall", "SELECT avg(ips_recall) FROM ips_recall('recs', {k}, train := 'train', "
+     "min_propensity := 0.01)"),
+    ("ips_precision", "SELECT avg(ips_precision) FROM ips_precision('recs', {k}, "
+     "train := 'train', min_propensity := 0.01)"),
+    ("ips_ndcg", "SELECT avg(ips_ndcg) FROM ips_ndcg('recs', {k}, train := 'train', "
+     "min_propensity := 0.01)"),
+    ("ips_ndcg (table)", "SELECT avg(ips_ndcg) FROM ips_ndcg('recs', {k}, "
+     "propensities := 'propensities', min_propensity := 0.01)"),
 )
 
 
@@ -174,6 +188,37 @@ def peers(con: duckdb.DuckDBPyConnection, k: int, items: int, peer_users: int, r
           f"catalogue items ({items:,}^2) in pandas apply")
 
 
+def recpack_peer(con: duckdb.DuckDBPyConnection, k: int, items: int, repeat: int,
+                 duckrank_times: dict[str, tuple[float, float, float]]) -> None:
+    """recpack's IPSHitRateK (the sum over hits of 1 / the item's share of the truths; k x
+    ips_precision(..., estimator := 'ips') with those propensities), next to duckrank's
+    ips_precision. Its sparse matrices are built from the same lists first (not timed)."""
+    from recpack.metrics import IPSHitRateK
+    from scipy.sparse import csr_matrix
+
+    users = con.execute("SELECT count(*) FROM recs").fetchall()[0][0]
+
+    def matrix(column: str, scored: bool) -> csr_matrix:
+        rows = con.execute(f"SELECT user, unnest({column}[1:{k}]) AS item, "
+                           f"unnest(range({k}, {k} - len({column}[1:{k}]), -1)) AS score "
+                           "FROM recs").fetchnumpy()
+        values = rows["score"].astype(float) if scored else np.ones(len(rows["item"]))
+        return csr_matrix((values, (rows["user"], rows["item"])), shape=(users, items))
+
+    y_true, y_pred = matrix("truth", False), matrix("rec", True)
+
+    def run() -> float:
+        metric = IPSHitRateK(k)
+        with np.errstate(divide="ignore"):  # items never relevant: recpack sets their 1/0 to 0
+            metric.fit(y_true)
+        metric.calculate(y_true, y_pred)
+        return metric.value
+
+    if "ips_precision" in duckrank_times:
+        line("  recpack IPSHitRateK", timed(run, repeat, warm_up=False),
+             duckrank_times["ips_precision"], "duckrank's")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=1_000_000)
@@ -184,6 +229,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--peers", action="store_true")
     parser.add_argument("--peer-users", type=int, default=100_000)
+    parser.add_argument("--recpack", action="store_true",
+                        help="recpack's IPSHitRateK (run with a Python that has recpack)")
     parser.add_argument("--metrics", default="",
                         help="comma-separated names from the list below (default: all)")
     parser.add_argument("--quick", action="store_true",
@@ -218,6 +265,8 @@ def main() -> None:
         line(name, times[name.split()[0]], floor, "count")
     if args.peers:
         peers(con, args.k, args.items, args.peer_users, args.repeat, times)
+    if args.recpack:
+        recpack_peer(con, args.k, args.items, args.repeat, times)
     con.close()
 
 

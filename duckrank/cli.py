@@ -6,6 +6,9 @@
   means with bootstrap intervals and significance marks (``duckrank.compare``).
 * ``duckrank plot RUN... QRELS -m ndcg@10 --kind curves -o curves.png``: the per-query values of
   the same comparison drawn (``duckrank.reports.plots``; needs matplotlib).
+* ``duckrank beyond RUN -m catalog_coverage@10 --train TRAIN ...``: beyond-accuracy metrics
+  (coverage, novelty, diversity, list similarity, IPS-weighted accuracy) of a run
+  (``duckrank.reports.beyond_accuracy``).
 * ``duckrank sql "SELECT ..."``: run any query on a connection with duckrank registered.
 * ``duckrank metrics``: the metrics, their aliases and options, from the metric records.
 * ``duckrank demo``: the evaluation of the built-in sample data.
@@ -31,6 +34,7 @@ from typing import Any, TextIO, TypeVar
 import duckdb
 
 from duckrank._version import __version__
+from duckrank.engines import beyond_accuracy as beyond_engine
 from duckrank.engines.duckdb import connect
 from duckrank.evaluation import (
     COMMAND_LINE,
@@ -48,6 +52,7 @@ from duckrank.files.runs import FILE_FORMATS, read_file
 from duckrank.matching import native
 from duckrank.metrics import METRICS
 from duckrank.reports import experiment, trec_eval
+from duckrank.reports.beyond_accuracy import beyond_accuracy
 from duckrank.reports.compare import (
     CORRECTIONS,
     DIGITS,
@@ -529,6 +534,53 @@ def _add_plot(commands: Any) -> None:
     plot.set_defaults(handler=_plot)
 
 
+def _beyond(args: argparse.Namespace) -> None:
+    tables = {name: getattr(args, name) for name in beyond_engine.SIDE_TABLES}
+    result = beyond_accuracy(
+        args.run, args.metric, qrels=args.qrels, other=args.other,
+        catalog_size=args.catalog_size, user_column=args.user_column,
+        item_column=args.item_column, score_column=args.score_column,
+        rank_column=args.rank_column, **tables,
+    )
+    write_result(list(result.columns), result.itertuples(index=False, name=None), args.format,
+                 sys.stdout, args.digits)
+
+
+def _add_beyond(commands: Any) -> None:
+    beyond = commands.add_parser(
+        "beyond", help="beyond-accuracy metrics of a run (coverage, novelty, diversity, ...)",
+        description="Beyond-accuracy metrics of a run (one row per user, item, score): the "
+        "macros of docs/beyond-accuracy.md, catalogue metrics over the whole run, per-user ones "
+        "averaged over its users. Files are Parquet or CSV.",
+    )
+    beyond.add_argument("run", help="the run file")
+    beyond.add_argument(
+        "-m", "--metric", action="append", required=True,
+        help="name@k or name(option=value,...)@k, e.g. catalog_coverage@10, rbo(p=0.8)@10, "
+        f"ips_recall(gamma=1)@10; repeat for more. Metrics: {beyond_engine.known()}",
+    )
+    beyond.add_argument("--qrels", help="the users' relevant items (user, item): for "
+                        "serendipity and ips_*")
+    beyond.add_argument("--other", help="a second system's run: for overlap_at, jaccard_at, rbo")
+    beyond.add_argument("--train", help="training interactions (user, item): popularity, "
+                        "novelty, serendipity, propensities")
+    beyond.add_argument("--catalog", help="the catalogue's items (item)")
+    beyond.add_argument("--catalog-size", type=int, help="the number of items in the catalogue")
+    beyond.add_argument("--embeddings", help="item embeddings (item, embedding)")
+    beyond.add_argument("--categories", help="item categories (item, category)")
+    beyond.add_argument("--propensities", help="item propensities (item, propensity) for "
+                        "ips_*; without it they are estimated from --train")
+    beyond.add_argument("--user-column", default="user", help="user column (default: user)")
+    beyond.add_argument("--item-column", default="item", help="item column (default: item)")
+    ranking = beyond.add_mutually_exclusive_group()
+    ranking.add_argument("--score-column", default="score",
+                         help="score column of the runs, higher = better (default: score)")
+    ranking.add_argument("--rank-column", default=None,
+                         help="rank column of the runs instead of a score: 1 = best")
+    _output_options(beyond)
+    beyond.set_defaults(handler=_beyond)
+
+
 def _add_sql(commands: Any) -> None:
     sql = commands.add_parser("sql", help="run a query with duckrank registered")
     sql.add_argument("query", help="SQL to run (the result of the last statement is printed)")
@@ -559,7 +611,7 @@ def _add_doctor(commands: Any) -> None:
 # One function per command, each adding its subparser (with ``handler=``): a new command is one
 # more function in this list.
 COMMANDS = (_add_evaluate, _add_compare, _add_plot, trec_eval.add_parser,
-            experiment.add_parser, _add_sql, _add_metrics, _add_demo, _add_doctor)
+            experiment.add_parser, _add_beyond, _add_sql, _add_metrics, _add_demo, _add_doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -479,3 +479,19 @@ def test_plot_metric_as_requested(capsys, system_files, tmp_path) -> None:
                         "curves", "-o", str(picture))
     assert code == 0, err
     assert picture.read_bytes().startswith(b"<?xml") and picture.stat().st_size > 10_000
+
+
+def test_beyond_command(capsys, tmp_path: Path) -> None:
+    """`duckrank beyond`: two users, top 2 [10, 20] and [40, 10]; training rows 10: 4, 20: 1,
+    40: 1. catalog_coverage@2 = 3 items of 10 = 0.3; arp@2 = mean of (4 + 1) / 2 and
+    (1 + 4) / 2 = 2.5 (hand calculation). An unknown option is an error naming it."""
+    (tmp_path / "run.csv").write_text("user,item,score\n1,10,3\n1,20,2\n1,30,1\n2,40,2\n2,10,1\n")
+    (tmp_path / "train.csv").write_text("user,item\n1,10\n2,10\n3,10\n4,10\n1,20\n2,40\n")
+    code, out, err = _run(capsys, "beyond", str(tmp_path / "run.csv"), "-m",
+                          "catalog_coverage@2", "-m", "arp@2", "--train",
+                          str(tmp_path / "train.csv"), "--catalog-size", "10", "--format", "csv")
+    assert (code, err) == (0, "")
+    assert out == "users,catalog_coverage@2,arp@2\n2,0.3,2.5\n"
+    code, out, err = _run(capsys, "beyond", str(tmp_path / "run.csv"), "-m", "arp(p=1)@2")
+    assert (code, out) == (1, "")
+    assert err.startswith("duckrank beyond: beyond-accuracy metric 'arp(p=1)@2': unknown option")

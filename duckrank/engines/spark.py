@@ -37,6 +37,10 @@ functions need declared parameter types, to which they cast arguments silently (
 Both keep every tied row and return the (key, value) pairs sorted ascending, or exactly the
 reverse of that order, as ``duckrank.render.ordered_list`` does in DuckDB.
 
+The beyond-accuracy metrics (coverage, novelty, diversity, list similarity, IPS-weighted
+accuracy) come as ``beyond_accuracy(recs, metric, k, ...)`` over DataFrames
+(``duckrank.engines.spark_beyond``).
+
 Executors need numpy, pyarrow and duckrank importable (docs/spark.md shows how to ship them).
 """
 
@@ -56,6 +60,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import DataType, _parse_datatype_string
 
+# Re-exported: duckrank.spark.beyond_accuracy.
+from duckrank.engines.spark_beyond import beyond_accuracy as beyond_accuracy
 from duckrank.matching.arrays import (
     Hits,
     match_grade_lists,

@@ -8,8 +8,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from duckrank.metrics import debiased
 from duckrank.metrics.beyond_accuracy import HELPERS, METRICS, BeyondMetric
 from duckrank.render.sections import with_section
+
+# Every beyond-accuracy record: coverage, popularity, diversity, list similarity, and the
+# inverse-propensity weighted accuracy of duckrank.metrics.debiased.
+RECORDS: tuple[BeyondMetric, ...] = (*METRICS, *debiased.METRICS)
+
+
+def by_name(name: str) -> BeyondMetric:
+    """The record of a beyond-accuracy metric by its SQL name (case-insensitive)."""
+    for metric in RECORDS:
+        if metric.name == name.lower():
+            return metric
+    known = ", ".join(m.name for m in RECORDS)
+    raise KeyError(f"unknown beyond-accuracy metric {name!r}; known: {known}")
 
 
 def metric_macro(metric: BeyondMetric) -> str:
@@ -19,7 +33,7 @@ def metric_macro(metric: BeyondMetric) -> str:
     )
 
 
-MACROS: tuple[str, ...] = (*HELPERS, *(metric_macro(m) for m in METRICS))
+MACROS: tuple[str, ...] = (*HELPERS, *(metric_macro(m) for m in RECORDS))
 
 
 DOC_FILE = Path(__file__).resolve().parents[2] / "docs" / "beyond-accuracy.md"
@@ -54,8 +68,8 @@ def _section(metric: BeyondMetric) -> str:
 def render_section() -> str:
     """The generated part of docs/beyond-accuracy.md, markers included."""
     overview = ["| function | kind | value |", "| --- | --- | --- |"]
-    overview += [f"| `{m.name}` | {m.kind} | {m.summary} |" for m in METRICS]
-    parts = ["## Reference", "", "\n".join(overview), "", *map(_section, METRICS)]
+    overview += [f"| `{m.name}` | {m.kind} | {m.summary} |" for m in RECORDS]
+    parts = ["## Reference", "", "\n".join(overview), "", *map(_section, RECORDS)]
     return "\n".join([BEGIN, "", *parts, END])
 
 

@@ -293,6 +293,10 @@ TABLE_CALLS = {
         "inter_user_diversity('recs', 4, pairs := 50, seed := 7)",
         "serendipity('recs', 'ratings', 5, catalog := 'items')",
         "serendipity('recs', 'ratings', 3, catalog_size := 60)",
+        "ips_recall('recs', 5, train := 'ratings', min_propensity := 0.01)",
+        "ips_precision('recs', 3, train := 'ratings', gamma := 1, estimator := 'ips', "
+        "min_propensity := 0.01)",
+        "ips_ndcg('recs', 5, train := 'ratings', min_propensity := 0.05)",
     ),
     "protocol": (
         "given_n_split('ratings', 3)", "given_n_split('ratings', 2, test_items := 1, seed := 4)",

@@ -1,0 +1,307 @@
+"""The beyond-accuracy metrics on Spark DataFrames (``duckrank.spark.beyond_accuracy``): the
+same definitions as the DuckDB macros of ``duckrank.metrics.beyond_accuracy`` and
+``duckrank.metrics.debiased`` (their records are the reference; the tests compare the two
+engines on the same data), as Spark's own DataFrame operations: each user's top k exploded once
+and joined with per-item statistics of the side tables, never a catalogue per row.
+
+    >>> from duckrank.spark import beyond_accuracy
+    >>> beyond_accuracy(recs, "arp", 10, train=train).agg(F.avg("arp"))
+
+``recs`` has a user column, a LIST column of items (best first) and, for ``serendipity`` and
+the ``ips_*`` metrics, a LIST column of the user's relevant items; side tables are DataFrames
+with the macros' columns (``train``: user, item; ``categories``: item, category;
+``propensities``: item, propensity). The result has the shape of the DuckDB macro: one row for
+a catalogue metric, (user, value) per user of ``recs`` for a per-user one, (user, value) per user
+of both for a list similarity (``other`` joined on the user).
+
+Not here: ``ild_embedding`` (it needs per-dimension sums of vectors: use DuckDB, or compute it
+per partition), ``inter_user_diversity`` (its pairs are drawn with DuckDB's hash function, which
+Spark does not have, so its sampled value would differ), and a ``catalog`` table for
+``exposure_gini`` and ``serendipity`` (give ``catalog_size``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType
+
+from duckrank.metrics import debiased
+from duckrank.metrics.beyond_accuracy import jaccard_kernel, overlap_kernel, rbo_kernel
+
+
+def _check_k(name: str, k: object) -> int:
+    if isinstance(k, bool) or not isinstance(k, int | float) or k < 1 or k != int(k):
+        raise ValueError(f"{name}: k must be a positive integer, got {k!r}")
+    return int(k)
+
+
+class _Inputs:
+    """The arguments of one call, with the column names and checks every metric shares."""
+
+    def __init__(self, name: str, recs: DataFrame, k: object, options: dict[str, Any]) -> None:
+        self.name, self.recs, self.k = name, recs, _check_k(name, k)
+        self.options = options
+        self.user = options.pop("user_col", "user")
+        self.rec = options.pop("rec_col", "rec")
+        self.truth = options.pop("truth_col", "truth")
+        self.item = options.pop("item_col", "item")
+
+    def table(self, option: str) -> DataFrame:
+        table = self.options.pop(option, None)
+        if table is None:
+            raise ValueError(f"{self.name}: give {option} (a DataFrame)")
+        return table
+
+    def number(self, option: str, default: float, low: float, high: float,
+               closed: bool = True) -> float:
+        value = self.options.pop(option, default)
+        inside = (low <= value <= high) if closed else (low < value < high)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not inside:
+            interval = f"[{low}, {high}]" if closed else f"({low}, {high})"
+            raise ValueError(f"{self.name}: {option} must be a number in {interval}, got "
+                             f"{value!r}")
+        return float(value)
+
+    def catalog_size(self) -> int:
+        size = self.options.pop("catalog_size", None)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"{self.name}: give catalog_size, a positive integer (a catalog "
+                             f"table is not supported on Spark), got {size!r}")
+        return size
+
+    def users(self) -> DataFrame:
+        return self.recs.select(F.col(self.user).alias("user")).distinct()
+
+    def top(self) -> DataFrame:
+        """(user, pos, item): each user's top k, one row per non-NULL item, pos from 1."""
+        return (self.recs.select(F.col(self.user).alias("user"),
+                                 F.posexplode(F.slice(F.col(self.rec), 1, self.k)))
+                .select("user", (F.col("pos") + 1).alias("pos"), F.col("col").alias("item"))
+                .where(F.col("item").isNotNull()))
+
+    def train_items(self) -> DataFrame:
+        return self.table("train").select(F.col(self.user).alias("u"),
+                                          F.col(self.item).alias("item"))
+
+    def per_user(self, values: DataFrame) -> DataFrame:
+        """One row per user of recs: ``values`` (user, name) left-joined (NULL where absent)."""
+        return self.users().join(values, "user", "left").select("user", self.name)
+
+    def done(self, result: DataFrame) -> DataFrame:
+        if self.options:
+            raise ValueError(f"{self.name}: unknown option(s) {', '.join(sorted(self.options))}")
+        return result
+
+
+def _exposure(a: _Inputs) -> DataFrame:
+    return a.top().groupBy("item").agg(F.count("*").cast("double").alias("n"))
+
+
+def _catalog_coverage(a: _Inputs) -> DataFrame:
+    size = a.catalog_size()
+    return _exposure(a).agg((F.count("*") / F.lit(float(size))).alias(a.name))
+
+
+def _exposure_entropy(a: _Inputs) -> DataFrame:
+    x = _exposure(a).withColumn("t", F.sum("n").over(Window.partitionBy()))
+    return x.agg((F.sum(F.col("n") * (F.log2("t") - F.log2("n"))) / F.first("t"))
+                 .alias(a.name))
+
+
+def _exposure_gini(a: _Inputs) -> DataFrame:
+    size = a.catalog_size()
+    x = _exposure(a)
+    distinct = x.count()
+    if distinct > size:
+        raise ValueError(f"{a.name}: {distinct} distinct items were recommended, more than the "
+                         f"catalogue size {size}")
+    ranked = x.withColumn("r", F.row_number().over(Window.orderBy("n")))
+    weight = 2 * (F.lit(size - distinct) + F.col("r")) - size - 1
+    return ranked.agg((F.sum(weight * F.col("n")) / (F.lit(float(size)) * F.sum("n")))
+                      .alias(a.name))
+
+
+def _item_mean(a: _Inputs, stats: DataFrame, value: Column) -> DataFrame:
+    """Per user: the mean of ``value`` over its top k, ``stats`` (item, ...) left-joined."""
+    return a.per_user(a.top().join(stats, "item", "left").groupBy("user")
+                      .agg(F.avg(value).alias(a.name)))
+
+
+def _arp(a: _Inputs) -> DataFrame:
+    normalize = a.options.pop("normalize", False)
+    train = a.train_items().where(F.col("item").isNotNull())
+    counts = train.groupBy("item").agg(F.count("*").cast("double").alias("n"))
+    scale = float(train.count()) if normalize else 1.0
+    return _item_mean(a, counts, F.coalesce(F.col("n"), F.lit(0.0)) / scale)
+
+
+def _self_information(a: _Inputs) -> DataFrame:
+    normalize = a.options.pop("normalize", False)
+    pairs = a.train_items().distinct()
+    users = float(pairs.select("u").distinct().count())
+    counts = (pairs.where(F.col("item").isNotNull()).groupBy("item")
+              .agg(F.count("u").cast("double").alias("n")))
+    value = -F.log2(F.coalesce(F.col("n"), F.lit(1.0)) / users)
+    if normalize:
+        value = value / F.log2(F.lit(users)) if users > 1 else F.lit(None).cast("double")
+    return _item_mean(a, counts, value)
+
+
+def _long_tail_share(a: _Inputs) -> DataFrame:
+    share = a.number("head_share", 0.2, 0, 1)
+    counts = (a.train_items().where(F.col("item").isNotNull()).groupBy("item")
+              .agg(F.count("*").alias("n")))
+    head = (counts.withColumn("r", F.rank().over(Window.orderBy(F.desc("n"))))
+            .withColumn("m", F.count("*").over(Window.partitionBy()))
+            .where(F.col("r") - 1 < share * F.col("m")).select("item", F.lit(1.0).alias("h")))
+    return _item_mean(a, head, F.when(F.col("h").isNull(), 1.0).otherwise(0.0))
+
+
+def _ild_category(a: _Inputs) -> DataFrame:
+    categories = a.table("categories").select(
+        F.col(a.item).alias("item"), F.col(a.options.pop("category_col", "category"))
+        .alias("cat"))
+    twice = categories.groupBy("item").count().where("count > 1").limit(1).collect()
+    if twice:
+        raise ValueError(f"{a.name}: categories holds item {twice[0]['item']} more than once")
+    per = (a.top().join(categories, "item", "left").where(F.col("cat").isNotNull())
+           .groupBy("user", "cat").agg(F.count("*").cast("double").alias("n")))
+    m = F.sum("n")
+    value = (m * m - F.sum(F.col("n") * F.col("n"))) / (m * (m - 1))
+    return a.per_user(per.groupBy("user").agg(F.when(m > 1, value).alias(a.name)))
+
+
+def _serendipity(a: _Inputs) -> DataFrame:
+    n = float(a.catalog_size())
+    counts = (a.train_items().where(F.col("item").isNotNull()).groupBy("item")
+              .agg(F.count("*").alias("c")))
+    ranks = counts.select("item", F.dense_rank().over(Window.orderBy(F.desc("c")))
+                          .alias("pop_rank"))
+    truth = a.recs.select(F.col(a.user).alias("user"), F.col(a.truth).alias("truth"))
+    expected = (n + 1 - F.col("pos")) / n - F.coalesce((n + 1 - F.col("pop_rank")) / n,
+                                                       F.lit(0.0))
+    relevant = F.when(F.col("truth").isNull(), None).otherwise(
+        F.array_contains(F.col("truth"), F.col("item")).cast("double"))
+    value = F.greatest(expected, F.lit(0.0)) * relevant
+    rows = a.top().join(ranks, "item", "left").join(truth, "user")
+    return a.per_user(rows.groupBy("user").agg(F.avg(value).alias(a.name)))
+
+
+def _propensities(a: _Inputs, gamma: float) -> DataFrame:
+    """(item, p): the table given, checked, or Yang et al.'s estimate from train."""
+    given, train = a.options.pop("propensities", None), a.options.pop("train", None)
+    if (given is None) == (train is None):
+        raise ValueError(f"{a.name}: give propensities (a table of item and propensity) or "
+                         "train (a table of training interactions), exactly one")
+    if given is not None:
+        table = given.select(F.col(a.item).alias("item"),
+                             F.col(a.options.pop("propensity_col", "propensity"))
+                             .cast("double").alias("p")).where(F.col("item").isNotNull())
+        bad = table.where(F.col("p").isNull() | (F.col("p") <= 0) | (F.col("p") > 1)).limit(1)
+        for row in bad.collect():
+            raise ValueError(f"{a.name}: the propensity of item {row['item']} must be in "
+                             f"(0, 1], got {row['p']}")
+        for row in table.groupBy("item").count().where("count > 1").limit(1).collect():
+            raise ValueError(f"{a.name}: propensities holds item {row['item']} more than once")
+        return table
+    counts = (train.select(F.col(a.item).alias("item")).where(F.col("item").isNotNull())
+              .groupBy("item").agg(F.count("*").cast("double").alias("n")))
+    return counts.select("item", F.pow(F.col("n") / F.max("n").over(Window.partitionBy()),
+                                       (gamma + 1) / 2).alias("p"))
+
+
+def _ips(metric: str) -> Callable[[_Inputs], DataFrame]:
+    def compute(a: _Inputs) -> DataFrame:
+        gamma = float(a.options.pop("gamma", debiased.DEFAULT_GAMMA))
+        if gamma <= -1:
+            raise ValueError(f"{a.name}: gamma must be a number above -1, got {gamma!r}")
+        estimator = a.options.pop("estimator", "snips")
+        if estimator not in debiased.ESTIMATORS:
+            raise ValueError(f"{a.name}: estimator must be 'ips' or 'snips', got {estimator!r}")
+        clip = a.number("min_propensity", 0.0, 0, 1)
+        p = _propensities(a, gamma)
+        relevant = a.recs.select(
+            F.col(a.user).alias("user"), F.slice(F.col(a.rec), 1, a.k).alias("top"),
+            F.explode(F.array_distinct(F.filter(F.col(a.truth), lambda x: x.isNotNull())))
+            .alias("item"))
+        rows = relevant.join(p, "item", "left").select(
+            "user", "item", F.array_position("top", F.col("item")).alias("pos"),
+            F.greatest(F.coalesce(F.col("p"), F.lit(0.0)), F.lit(clip)).alias("q"))
+        missing = rows.where(F.col("q") == 0).limit(1).collect()
+        if missing:
+            raise ValueError(f"{a.name}: item {missing[0]['item']} of the truth of user "
+                             f"{missing[0]['user']} has no propensity; give min_propensity to "
+                             "weigh such items")
+        w = 1 / F.col("q")
+        hit = F.col("pos") > 0
+        n, sw = F.count("*").cast("double"), F.sum(w)
+        hits_w = F.coalesce(F.sum(F.when(hit, w)), F.lit(0.0))
+        if metric == "recall":
+            value = hits_w / n
+        elif metric == "precision":
+            value = hits_w / a.k
+        else:
+            dcg_w = F.coalesce(F.sum(F.when(hit, w / F.log2(F.col("pos") + 1))), F.lit(0.0))
+            ideal = F.aggregate(F.sequence(F.lit(1), F.least(F.lit(a.k), F.count("*"))),
+                                F.lit(0.0), lambda acc, j: acc + 1 / F.log2(j + 1))
+            value = dcg_w / ideal
+        if estimator == "snips":
+            value = value * n / sw
+        return a.per_user(rows.groupBy("user").agg(value.alias(a.name)))
+
+    return compute
+
+
+def _pair(a: _Inputs) -> DataFrame:
+    """overlap_at, jaccard_at, rbo: the record's kernel on each joined pair of lists."""
+    other = a.table("other")
+    kernel = {"overlap_at": overlap_kernel, "jaccard_at": jaccard_kernel}.get(a.name)
+    if kernel is None:
+        p = a.number("p", 0.9, 0, 1, closed=False)
+        variant = a.options.pop("variant", "min")
+        if variant not in ("min", "ext", "prefix"):
+            raise ValueError(f"rbo: variant must be 'min', 'ext' or 'prefix', got {variant!r}")
+
+        def kernel(rec: Any, oth: Any, k: int) -> float | None:
+            return rbo_kernel(rec, oth, k, p, variant)
+
+    k = a.k
+    udf = F.udf(lambda rec, oth: kernel(rec, oth, k), DoubleType())
+    joined = a.recs.select(F.col(a.user).alias("user"), F.col(a.rec).alias("a")).join(
+        other.select(F.col(a.user).alias("user"), F.col(a.rec).alias("b")), "user")
+    return joined.select("user", udf("a", "b").alias(a.name))
+
+
+METRICS: dict[str, Callable[[_Inputs], DataFrame]] = {
+    "catalog_coverage": _catalog_coverage,
+    "exposure_entropy": _exposure_entropy,
+    "exposure_gini": _exposure_gini,
+    "arp": _arp,
+    "self_information": _self_information,
+    "long_tail_share": _long_tail_share,
+    "ild_category": _ild_category,
+    "serendipity": _serendipity,
+    "overlap_at": _pair,
+    "jaccard_at": _pair,
+    "rbo": _pair,
+    "ips_recall": _ips("recall"),
+    "ips_precision": _ips("precision"),
+    "ips_ndcg": _ips("ndcg"),
+}
+
+
+def beyond_accuracy(recs: DataFrame, metric: str, k: int, **options: Any) -> DataFrame:
+    """The beyond-accuracy ``metric`` of ``recs`` at cut-off ``k`` as a Spark DataFrame shaped
+    like the DuckDB macro's result. ``options`` are the macro's (``normalize=True``,
+    ``head_share=0.1``, ``gamma=1``, ``estimator='ips'``, ``p=0.8``, ...), the side tables as
+    DataFrames (``train=``, ``categories=``, ``propensities=``, ``other=``), ``catalog_size=``,
+    and the column names (``user_col``, ``rec_col``, ``truth_col``, ``item_col``)."""
+    if metric not in METRICS:
+        raise ValueError(f"unknown beyond-accuracy metric on Spark {metric!r}; known: "
+                         f"{', '.join(METRICS)}")
+    inputs = _Inputs(metric, recs, k, dict(options))
+    return inputs.done(METRICS[metric](inputs))
