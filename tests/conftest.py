@@ -4,6 +4,8 @@ import os
 # environment, far more than they run on test-sized data. Interpreted, they give the same values.
 os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
 
+import sys
+
 import duckdb
 import pytest
 
@@ -22,3 +24,27 @@ def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None)
     rows = con.execute(sql, params or []).fetchall()
     assert len(rows) == 1 and len(rows[0]) == 1, rows
     return rows[0][0]
+
+
+@pytest.fixture(scope="session")
+def spark_session():
+    """One local Spark for every Spark test module: starting one takes about 10 s."""
+    from pyspark.sql import SparkSession
+
+    # Workers must run this interpreter (the venv with duckrank, numpy and pyarrow).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("duckrank-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "1g")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("OFF")
+    yield session
+    session.stop()

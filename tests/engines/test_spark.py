@@ -17,9 +17,7 @@ through Spark.
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +28,6 @@ pytest.importorskip("pyspark", reason="pip install duckrank[spark]")
 
 import duckdb  # noqa: E402
 from pyspark.errors import PySparkException  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
 
 import duckrank  # noqa: E402
 from duckrank import spark as duckrank_spark  # noqa: E402
@@ -42,25 +39,9 @@ ITEMS = 40  # few distinct ids, so that lists have hits and duplicates
 
 
 @pytest.fixture(scope="module")
-def spark():
-    # Workers must run this interpreter (the venv with duckrank, numpy and pyarrow).
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("duckrank-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "1g")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("OFF")
-    duckrank_spark.register(session)
-    yield session
-    session.stop()
+def spark(spark_session):
+    duckrank_spark.register(spark_session)
+    return spark_session
 
 
 @pytest.fixture(scope="module")

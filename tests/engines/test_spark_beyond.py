@@ -6,9 +6,6 @@ training pairs."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -16,7 +13,6 @@ import pytest
 pytest.importorskip("pyspark", reason="pip install duckrank[spark]")
 
 import duckdb  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
 
 from duckrank import spark as duckrank_spark  # noqa: E402
 from duckrank.render.beyond_accuracy import MACROS  # noqa: E402
@@ -58,18 +54,8 @@ DATA = _data()
 
 
 @pytest.fixture(scope="module")
-def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]").appName("duckrank-beyond-tests")
-        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "1g").config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "1").getOrCreate()
-    )
-    session.sparkContext.setLogLevel("OFF")
-    yield session
-    session.stop()
+def spark(spark_session):
+    return spark_session
 
 
 @pytest.fixture(scope="module")
