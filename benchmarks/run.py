@@ -21,7 +21,7 @@ threads, next to two references measured the same way:
   without the native step: the gap is what the native step buys.
 
 Extras: ranx and pytrec-eval-terrier (100,000 users, where installed), to_ordered_list on
-10,000,000 long rows, graded ndcg and err over MAP truth, the peak memory of streaming 1,000,000
+10,000,000 long rows, the peak memory of streaming 1,000,000
 and 10,000,000 users straight from Parquet, and that of ``duckrank evaluate`` on long-format
 Parquet at 1,000,000 and 10,000,000 users (benchmarks/bench_long_memory.py). The sections of
 ``OWN_SCRIPTS`` (edrc, the statistical tests, comparison reports, ``duckrank trec_eval``, the
@@ -235,32 +235,6 @@ def ordered_list(report: Report, rows: int) -> None:
             f"{r['seconds'] / native:.2f} | {r['peak_mb']:.0f} |"))
 
 
-def graded(report: Report, users: int, ks: list[int]) -> None:
-    path = dataset(users, "varchar")
-    # Grades 1..3 by position in truth; the same items as the binary runs.
-    setup = [f"""CREATE TABLE ev AS SELECT uid, rec, truth AS truth_list,
-                   map(truth, list_transform(truth, lambda t, j: (1 + j % 3)::DOUBLE)) AS truth
-                 FROM read_parquet('{path}')"""]
-    report.section(f"Graded metrics over MAP(VARCHAR, DOUBLE) truth, {users:,} users, 2 threads",
-                   "| query | k | s | rows/s | ×binary ndcg (same run) | peak Δ MB |")
-    for k in ks:
-        queries = [("binary ndcg (LIST truth)", f"ndcg(rec, truth_list, {k})"),
-                   ("graded ndcg", f"ndcg(rec, truth, {k})"),
-                   ("graded err", f"err(rec, truth, {k})")]
-        binary = None
-        for name, call in queries:
-            r = measure({"kind": "sql", "setup": setup, "threads": 2,
-                         "query": f"SELECT avg({call}) FROM ev"})
-            if "error" in r:
-                report.add({"section": "graded", "query": name, "k": k, **r},
-                           f"| {name} | {k} | error: {r['error']} |")
-                continue
-            binary = binary or r["seconds"]
-            report.add({"section": "graded", "query": name, "k": k, "users": users, **r}, (
-                f"| {name} | {k} | {r['seconds']:.3f} | {users / r['seconds'] / 1e6:.2f} M | "
-                f"{r['seconds'] / binary:.2f} | {r['peak_mb']:.0f} |"))
-
-
 def streaming(report: Report, user_counts: list[int]) -> None:
     report.section("Streaming from Parquet: SELECT avg(ndcg(rec, truth, 10)) FROM read_parquet(..)"
                    ", 2 threads", "| users | s | rows/s | peak RSS MB | peak Δ MB |")
@@ -326,11 +300,13 @@ OWN_SCRIPTS = {
     "spark": ("Spark local[2], 100,000 users, k = 10: native SQL, Arrow UDF, MLlib, scan",
               ["--ids", "bigint", "--k", "10", "--runs", "3", "--blocks", "ndcg", "mllib",
                "--mllib-rdd"]),
+    "graded": ("300,000 users x top 100, BIGINT and VARCHAR ids: binary ndcg vs graded "
+               "ndcg/dcg/err at k = 10 and 100", []),
     "long": ("end to end from long Parquet: 1,000,000 users x 100 items; peak RSS at "
              "1,000,000 and 10,000,000 users", []),
 }
 SECTIONS = (
-    "main", "peers", "ordered_list", "graded", "streaming", "long_memory", *OWN_SCRIPTS
+    "main", "peers", "ordered_list", "streaming", "long_memory", *OWN_SCRIPTS
 )
 
 
@@ -365,8 +341,6 @@ def main() -> None:
         peers(report, 100_000, ks)
     if "ordered_list" in sections:
         ordered_list(report, 10_000_000)
-    if "graded" in sections:
-        graded(report, 1_000_000, ks)
     if "streaming" in sections:
         streaming(report, [1_000_000, 10_000_000])
     if "long_memory" in sections:

@@ -343,12 +343,16 @@ def native_matched_sql(function: str, rec: str, truth: str, k: str) -> str:
     )
 
 
+# rec's element types the native graded functions take (match.c: VARCHAR against the keys'
+# text, integers against the integers the keys are the text of), else the SQL form.
+_NATIVE_GRADED_IDS = _list_types(("VARCHAR",) + NATIVE_SIGNED_TYPES[:-1] + NATIVE_UNSIGNED_TYPES)
+
+
 def native_grades_sql(rec: str, truth: str, k: str) -> str:
-    """``graded_top_sql``'s value from the native step when rec holds VARCHAR or integer ids
-    (compared by their text, as ``x::VARCHAR`` gives it), else ``graded_top_sql`` itself."""
-    ids = _list_types(("VARCHAR",) + NATIVE_SIGNED_TYPES[:-1] + NATIVE_UNSIGNED_TYPES)
+    """``graded_top_sql``'s value from the native step when rec holds VARCHAR or integer ids,
+    else ``graded_top_sql`` itself."""
     return (
-        f"CASE WHEN typeof({rec}) IN ({ids}) "
+        f"CASE WHEN typeof({rec}) IN ({_NATIVE_GRADED_IDS}) "
         f"THEN system.main.duckrank_grades({rec}, {truth}, {k}, current_setting('memory_limit')) "
         f"ELSE {graded_top_sql(rec, truth, k)} END"
     )
@@ -400,11 +404,67 @@ def graded_top_sql(rec: str, truth: str, k: str) -> str:
     )
 
 
-def binary_top_sql(positions: str, top_k_len: str) -> str:
-    """Grades of the top K when truth is a LIST: 1.0 at the hit ``positions``, else 0.0."""
+def top_grades_match_sql(top: str, grades: str, k: str, bad: str = "0") -> str:
+    """What the graded formulas read (``graded_match_sql``) from the grades of the top K in rec
+    order (``top``, DOUBLE[]) and the grades of truth (``grades``, DOUBLE[]); ``bad`` is the
+    field of that name."""
     return (
-        f"list_transform(range(1, {top_k_len} + 1), "
-        f"lambda i: list_contains({positions}, i)::DOUBLE)"
+        f"list_transform([struct_pack(top := {top}, truth := {grades})], lambda s: struct_pack("
+        "K := len(s.top)::BIGINT, pos := list_filter(range(1, len(s.top) + 1), "
+        "lambda i: s.top[i] > 0), grades := list_filter(s.top, lambda g: g > 0), "
+        f"ideal := {ideal_grades_sql('s.truth', k)}, n := {positive_count_sql('s.truth')}, "
+        f"cut := {k}, bad := ({bad})::BIGINT))[1]"
+    )
+
+
+def graded_match_sql(rec: str, truth: str, k: str) -> str:
+    """One row's graded match from a MAP(VARCHAR, DOUBLE) truth, the value of the native
+    ``duckrank_graded`` (match.c): STRUCT(K BIGINT, pos BIGINT[], grades DOUBLE[], ideal
+    DOUBLE[], n BIGINT, cut BIGINT, bad BIGINT). pos: the ascending ranks i <= K whose item has
+    a positive grade and occurs there first; grades: their grades; ideal: the min(k, n) largest
+    positive grades, largest first; n: the number of positive grades; cut: k; bad: the 1-based
+    index in truth of its first grade that is NULL, NaN, infinite or negative, 0 without one
+    (the other fields are then not to be read)."""
+    bad = (
+        f"coalesce(list_position(list_transform(map_values({truth}), "
+        "lambda g: g IS NULL OR NOT isfinite(g) OR g < 0), true), 0)"
+    )
+    return top_grades_match_sql(graded_top_sql(rec, truth, k), f"map_values({truth})", k, bad)
+
+
+def native_graded_match_sql(rec: str, truth: str, k: str) -> str:
+    """``graded_match_sql``'s value from the native step when rec holds VARCHAR or integer ids,
+    else ``graded_match_sql`` itself, over rec, truth and k bound once per row by a lambda over
+    a one-element list (the arguments may be expressions, which the SQL form's lambdas would
+    evaluate again for every element). DuckDB folds the choice per query. NULL when rec, truth
+    or k is NULL, as the native step gives it."""
+    row = f"struct_pack(rec := {rec}, truth := {truth}, cut := {k})"
+    return (
+        f"CASE WHEN typeof({rec}) IN ({_NATIVE_GRADED_IDS}) "
+        f"THEN system.main.duckrank_graded({rec}, {truth}, {k}, current_setting('memory_limit')) "
+        f"ELSE list_transform([{row}], lambda gr: CASE WHEN gr.rec IS NULL OR gr.truth IS NULL "
+        f"OR gr.cut IS NULL THEN NULL ELSE {graded_match_sql('gr.rec', 'gr.truth', 'gr.cut')} "
+        "END)[1] END"
+    )
+
+
+def hits_graded_match_sql(match: str) -> str:
+    """``graded_match_sql``'s value for a LIST truth (grade 1 for each item) from its binary
+    match (``matched_sql``'s struct, with n): the hits sorted (the SQL form gives them in no
+    particular order), each of grade 1, and min(k, n) ideal grades of 1."""
+    return (
+        f"struct_pack(K := {match}.K, pos := list_sort({match}.pos), "
+        f"grades := list_resize([]::DOUBLE[], len({match}.pos), 1.0), "
+        f"ideal := list_resize([]::DOUBLE[], least({match}.cut, {match}.n), 1.0), "
+        f"n := {match}.n, cut := {match}.cut, bad := 0::BIGINT)"
+    )
+
+
+def bad_grade_at_sql(function: str, truth: str, bad: str) -> tuple[str, str]:
+    """(condition, error) for a graded match whose ``bad`` field names a grade of a MAP truth
+    (see ``graded_match_sql``); the error is ``bad_grade_sql``'s."""
+    return f"{bad} > 0", _grade_error(
+        function, f"map_keys({truth})[{bad}]", f"map_values({truth})[{bad}]", "finite number >= 0"
     )
 
 
@@ -428,11 +488,17 @@ def bad_grade_sql(function: str, truth: str, negative: bool = False) -> tuple[st
         f"lambda e: e.value IS NULL OR NOT isfinite(e.value){floor})"
     )
     domain = "finite number" if negative else "finite number >= 0"
-    message = (
-        f"{function} || ': the grade of item ' || ({bad})[1].key || ' in truth must be a "
-        f"{domain}, got ' || coalesce(({bad})[1].value::VARCHAR, 'NULL')"
+    return f"len({bad}) > 0", _grade_error(
+        function, f"({bad})[1].key", f"({bad})[1].value", domain
     )
-    return f"len({bad}) > 0", f"error({message})"
+
+
+def _grade_error(function: str, key: str, grade: str, domain: str) -> str:
+    """The error naming ``function`` (a SQL expression), the item ``key`` and its ``grade``."""
+    return (
+        f"error({function} || ': the grade of item ' || {key} || ' in truth must be a "
+        f"{domain}, got ' || coalesce({grade}::VARCHAR, 'NULL'))"
+    )
 
 
 # --- judged truth: trec_eval's reading of graded qrels -------------------------------------------

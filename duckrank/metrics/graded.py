@@ -1,10 +1,14 @@
 """Graded-relevance metrics: dcg and ndcg with gain and discount options, err, half_life_utility.
 
-Every metric here reads a row through the graded matching step (``duckrank.matching``, the
-``Grades`` representation): the grades of the top K recommended items in rec order (``{top}``
-in SQL) and the min(k, n) largest positive grades of truth, largest first (``{ideal}``), where n
-is the number of positive grades in truth. duckrank sorts the ideal grades itself; it never
-trusts the caller's order.
+Every metric here reads a row through the graded matching step (``duckrank.matching``). In SQL
+its formula reads the hits only: ``{pos}``, the ascending ranks i <= K whose item has a positive
+grade (an item's first occurrence), ``{grades}`` their grades, and ``{ideal}``, the min(k, n)
+largest positive grades of truth, largest first, where n (``{n}``) is the number of positive
+grades in truth; a rank without a grade adds nothing to a DCG and leaves ERR's cascade as it is,
+so the sums over the hits are the sums over the top K (``matching.sql.graded_match_sql`` and
+the native ``duckrank_graded`` give them). The numpy kernels read the ``Grades`` representation:
+the grades of the whole top K in rec order, and the same ideal grades. duckrank sorts the ideal
+grades itself; it never trusts the caller's order.
 
 Truth is a MAP from item id to grade (a finite number >= 0; 0 means not relevant), or a LIST,
 which means grade 1 for each of its items. The value is NULL when rec, truth or k is NULL and
@@ -21,7 +25,7 @@ and the xCLiMF paper (shared/seeds/004).
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 import numpy as np
@@ -195,20 +199,26 @@ def discount_sql(rank: str) -> str:
     )
 
 
-def dcg_sql(grades: str) -> str:
-    """DCG of a DOUBLE[] of grades in rank order (0 for an empty list)."""
+def _gained_sql(grade: str, rank: str) -> str:
+    return f"{gain_sql(grade)} / {discount_sql(rank)}"
+
+
+def _half_life_sql(grade: str, rank: str) -> str:
+    return f"{grade} * pow(2, -({rank} - 1) / ({_number('half_life')} - 1))"
+
+
+def hits_sum_sql(term: Callable[[str, str], str]) -> str:
+    """Σ term(grade, rank) over the hits ({pos} ascending, {grades} theirs): the sum over the
+    top K, whose other items have grade 0 and add nothing to it (0.0 without a hit)."""
     return (
-        f"coalesce(list_sum(list_transform({grades}, "
-        f"lambda g, i: {gain_sql('g')} / {discount_sql('i')})), 0.0)"
+        f"coalesce(list_sum(list_transform({{pos}}, "
+        f"lambda p, j: {term('{grades}[j]', 'p')})), 0.0)"
     )
 
 
-def _half_life_sum_sql(grades: str) -> str:
-    alpha = _number("half_life")
-    return (
-        f"coalesce(list_sum(list_transform({grades}, "
-        f"lambda g, i: g * pow(2, -(i - 1) / ({alpha} - 1)))), 0.0)"
-    )
+def ranked_sum_sql(grades: str, term: Callable[[str, str], str]) -> str:
+    """Σ term(g_i, i) over a DOUBLE[] of grades in rank order (0.0 for an empty list)."""
+    return f"coalesce(list_sum(list_transform({grades}, lambda g, i: {term('g', 'i')})), 0.0)"
 
 
 def _satisfied_sql(grade: str) -> str:
@@ -216,27 +226,28 @@ def _satisfied_sql(grade: str) -> str:
     return f"((pow(2, {grade}) - 1) / pow(2, {_number('max_grade')}))"
 
 
-def _err_sql(grades: str) -> str:
-    """Chapelle et al.'s cascade, folded from the last rank K to the first (Horner's scheme):
-    E_(K+1) = 0, E_r = R_r / r + (1 - R_r) E_(r+1), ERR = E_1: the user stops at rank r with
-    probability R_r, or goes on to the ERR of the ranks below.
+def _err_sql() -> str:
+    """Chapelle et al.'s cascade over the hits, folded from the last hit to the first (Horner's
+    scheme): E_(h+1) = 0, E_j = R_j / p_j + (1 - R_j) E_(j+1), ERR = E_1, for the h hits at
+    ranks p_1 < ... < p_h: the user stops at rank p_j with probability R_j, or goes on to the
+    ERR of the ranks below. A rank without a grade has R = 0, where the fold over every rank
+    gives E_r = 0 / r + 1 * E_(r+1) = E_(r+1) exactly, so folding over the hits alone changes no
+    bit.
 
     Written for DuckDB 1.4 and 1.5 as well as 2.0 (sql/duckrank.sql). One DOUBLE carries the
-    fold, because there list_reduce's accumulator must have the type of the list's elements (a
-    left-to-right pass carries a struct: err so far, chance not stopped). No initial value is
-    given, because with one a list_reduce lambda that reads a column (here the length K) reads
-    another row's there (duckdb/duckdb#25816): the first element (the grade at rank K) is the
-    initial accumulator, made E_K = R_K / K at the first step (i = 2), and lists of 0 and 1 ranks
-    are answered directly. In DuckDB 2.0 this is as fast as the left-to-right pass or faster
-    (a list of structs built for 1.x was 5-15% slower); values may differ from that pass's in the
-    last bits (4.4e-16 at most on 1,000,000 random rows)."""
-    top_k = f"len({grades})"
-    first_step = f"CASE WHEN i = 2 THEN {_satisfied_sql('acc')} / {top_k} ELSE acc END"
+    fold, because there list_reduce's accumulator must have the type of the list's elements. No
+    initial value is given, because with one a list_reduce lambda that reads a column (here the
+    ranks) reads another row's there (duckdb/duckdb#25816): the first element (the grade of the
+    last hit) is the initial accumulator, made E_h = R_h / p_h at the first step (i = 2), and
+    0 and 1 hits are answered directly. Element i of the reversed grades is hit h + 1 - i."""
+    hits = "len({pos})"
+    rank = f"{{pos}}[{hits} + 1 - i]"
+    first_step = f"CASE WHEN i = 2 THEN {_satisfied_sql('acc')} / {{pos}}[{hits}] ELSE acc END"
     return (
-        f"CASE WHEN {top_k} = 0 THEN 0.0::DOUBLE WHEN {top_k} = 1 "
-        f"THEN {_satisfied_sql(f'{grades}[1]')} "
-        f"ELSE list_reduce(list_reverse({grades}), lambda acc, x, i: "
-        f"{_satisfied_sql('x')} / ({top_k} + 1 - i) + (1 - {_satisfied_sql('x')}) * "
+        f"CASE WHEN {hits} = 0 THEN 0.0::DOUBLE WHEN {hits} = 1 "
+        f"THEN {_satisfied_sql('{grades}[1]')} / {{pos}}[1] "
+        f"ELSE list_reduce(list_reverse({{grades}}), lambda acc, x, i: "
+        f"{_satisfied_sql('x')} / {rank} + (1 - {_satisfied_sql('x')}) * "
         f"({first_step})) END"
     )
 
@@ -364,7 +375,7 @@ _GAIN_AND_DISCOUNT = "gain(g) = 2^g - 1 (or g), disc(i) = log2(i + 1) (or Järve
 def _graded_ndcg_sql(ideal: str) -> str:
     return (
         f"CASE WHEN {{n}} = 0 THEN NULL WHEN {{K}} = 0 THEN 0.0 "
-        f"ELSE {dcg_sql('{top}')} / {dcg_sql(ideal)} END"
+        f"ELSE {hits_sum_sql(_gained_sql)} / {ranked_sum_sql(ideal, _gained_sql)} END"
     )
 
 
@@ -403,7 +414,7 @@ DCG = Metric(
     formula="sum over ranks i <= K of gain(g_i) / disc(i), g_i the grade of the item at rank i "
     f"(1 for a hit when truth is a LIST); {_GAIN_AND_DISCOUNT}",
     undefined=_NO_RELEVANT + " (0 is a possible value: a top K without any relevant item.)",
-    sql=f"CASE WHEN {{n}} = 0 THEN NULL ELSE {dcg_sql('{top}')} END",
+    sql=f"CASE WHEN {{n}} = 0 THEN NULL ELSE {hits_sum_sql(_gained_sql)} END",
     kernel=_dcg,
     inputs="grades",
     options=DCG_OPTIONS,
@@ -424,7 +435,7 @@ ERR = Metric(
         f"WHEN {{ideal}}[1] > {_number('max_grade')} THEN error('err: truth has grade ' "
         "|| {ideal}[1]::VARCHAR || ' above max_grade ' || max_grade::VARCHAR "
         "|| '; raise max_grade (max_grade := 5 for 1..5 ratings)') "
-        f"ELSE {_err_sql('{top}')} END"
+        f"ELSE {_err_sql()} END"
     ),
     kernel=_err,
     inputs="grades",
@@ -443,7 +454,7 @@ HALF_LIFE_UTILITY = Metric(
     "sum over the min(k, n) largest grades of truth",
     undefined=_NO_RELEVANT_EMPTY,
     sql=f"CASE WHEN {{n}} = 0 THEN NULL WHEN {{K}} = 0 THEN 0.0 "
-    f"ELSE {_half_life_sum_sql('{top}')} / {_half_life_sum_sql('{ideal}')} END",
+    f"ELSE {hits_sum_sql(_half_life_sql)} / {ranked_sum_sql('{ideal}', _half_life_sql)} END",
     kernel=_half_life_utility,
     inputs="grades",
     options=(HALF_LIFE,),

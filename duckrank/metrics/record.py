@@ -134,8 +134,9 @@ class Metric:
       cut-off (len(rec) when omitted), ``{n}`` the number of distinct relevant items. ``kernel``
       receives a ``duckrank.matching.arrays.Hits``.
     * ``"grades"``: graded relevance. truth is a MAP(VARCHAR, DOUBLE) of item -> grade when
-      ``truth_type`` says so, else a LIST (grade 1 for each item). Placeholders: ``{top}`` the
-      grades of the top K in rec order (DOUBLE[], 0 where an item has none), ``{ideal}`` the
+      ``truth_type`` says so, else a LIST (grade 1 for each item). Placeholders: ``{pos}`` the
+      ascending ranks (1-based, within the top K) of the hits with a positive grade (first
+      occurrences only), ``{grades}`` their grades in the same order, ``{ideal}`` the
       min(k, n) largest positive grades of truth, largest first, ``{n}`` the number of positive
       grades, ``{K}``, ``{k}`` as above; option parameters are referenced by name. ``kernel``
       receives a ``duckrank.matching.arrays.Grades`` from ``match_grades``.

@@ -13,22 +13,24 @@ from collections.abc import Callable
 from pathlib import Path
 
 from duckrank.matching.sql import (
+    bad_grade_at_sql,
     bad_grade_sql,
     bad_list_grade_sql,
-    binary_top_sql,
     converted_matched_sql,
     cutoff_sql,
     first_field_grades_sql,
+    graded_match_sql,
     graded_top_sql,
+    hits_graded_match_sql,
     id_pair_sql,
-    ideal_grades_sql,
     matched_sql,
+    native_graded_match_sql,
     native_grades_sql,
     native_handles_sql,
     native_matched_sql,
-    positive_count_sql,
     relevant_grade_sql,
     relevant_keys_sql,
+    top_grades_match_sql,
 )
 from duckrank.metrics import METRICS
 from duckrank.metrics.graded import option_errors_sql
@@ -200,59 +202,73 @@ def _judged_body(metric: Metric, native: bool) -> str:
 
 def _graded_body(
     metric: Metric,
-    top: str,
-    ideal: str,
-    n: str,
-    grade_checks: list[tuple[str, str]],
-    bound: tuple[tuple[str, str], ...] = (),
+    match: str,
+    grade_checks: tuple[tuple[str, str], ...] = (),
+    bad_grade: tuple[str, str] | None = None,
+    bind_row: bool = True,
+    cast_truth: bool = False,
 ) -> str:
-    """A graded metric's body. ``top``, ``ideal``, ``n`` and the checks read the row as ``r.rec``,
-    ``r.truth``, ``r.cut`` (the validated cut-off) and the ``bound`` fields; the metric's SQL reads
-    the matched grades as ``g.*``. Both are bound once per row by a lambda over a one-element
-    list, because DuckDB evaluates an expression used inside a lambda again for every element:
-    a truth argument written as map(items, grades) was rebuilt for every recommended item (70x
-    slower), and so were hit positions read inside a lambda."""
-    fields = (
-        ("rec", "rec"), ("truth", "truth"), ("cut", f"duckrank_cutoff('{metric.name}', rec, k)"),
-        *bound,
-    )
-    row = "struct_pack(" + ", ".join(f"{name} := {value}" for name, value in fields) + ")"
-    grades = f"struct_pack(top := {top}, ideal := {ideal}, n := {n})"
+    """A graded metric's body: its SQL over ``match``, the row's graded match
+    (``graded_match_sql``'s struct), bound once per row as ``g`` by a lambda over a one-element
+    list, after ``bad_grade``, a (condition, error) over ``g``. DuckDB evaluates an expression
+    used inside a lambda again for every element, and the SQL forms read rec and truth inside
+    their lambdas: a truth argument written as map(items, grades) was rebuilt for every
+    recommended item (70x slower). So with ``bind_row`` the row is bound first, as ``r.rec``,
+    ``r.truth`` and ``r.cut`` (the validated cut-off), which ``match`` and ``grade_checks`` then
+    read. Without it they read ``rec``, ``truth`` and the cut-off's own expression, for a match
+    that reads them outside any lambda (the native step): binding rec and truth costs a copy of
+    both per row, half of graded dcg@10 over the native step. ``cast_truth``: truth is a typed
+    parameter, which DuckDB casts wherever it is read (a MAP cast costs more than the whole
+    native step, even under IS NULL), so the match, NULL for a NULL truth, is tested instead."""
+    name = f"'{metric.name}'"
     value = metric.sql.format(
-        top="g.top", ideal="g.ideal", n="g.n", K="least(r.cut, len(r.rec))", k="r.cut"
+        pos="g.pos", grades="g.grades", ideal="g.ideal", n="g.n", K="g.K", k="g.cut"
     )
+    if bad_grade is not None:
+        value = f"CASE WHEN {bad_grade[0]} THEN {bad_grade[1]} ELSE {value} END"
+    if cast_truth:
+        value = f"CASE WHEN g IS NULL THEN NULL ELSE {value} END"
+    per_row = f"list_transform([{match}], lambda g: {value})[1]"
+    rec, cut = ("r.rec", "r.cut") if bind_row else ("rec", f"duckrank_cutoff({name}, rec, k)")
+    truth = "" if cast_truth else (" OR r.truth IS NULL" if bind_row else " OR truth IS NULL")
     checks = [
         *_option_checks(metric),
-        ("r.rec IS NULL OR r.truth IS NULL OR r.cut IS NULL", "NULL"),
+        (f"{rec} IS NULL{truth} OR {cut} IS NULL", "NULL"),
         *grade_checks,
     ]
     whens = " ".join(f"WHEN {condition} THEN {result}" for condition, result in checks)
-    return (
-        f"list_transform([{row}], lambda r: CASE {whens} "
-        f"ELSE list_transform([{grades}], lambda g: {value})[1] END)[1]"
-    )
+    body = f"CASE {whens} ELSE {per_row} END"
+    if not bind_row:
+        return body
+    row = f"struct_pack(rec := rec, truth := truth, cut := duckrank_cutoff({name}, rec, k))"
+    return f"list_transform([{row}], lambda r: {body})[1]"
 
 
 def _grades_body(metric: Metric, native: bool) -> str:
-    """A graded metric's body over MAP or LIST truth. With ``native``, the MAP form reads the
-    grades of the top K through the native step (``native_grades_sql``); the LIST form matches
-    through the ``duckrank_matched`` helper (``_helper_macros``), which gives n with the hit
-    positions: n counts distinct items as the match compares them (a collation included)."""
-    if metric.truth_type:  # MAP(VARCHAR, DOUBLE): item -> grade
-        grades = "map_values(r.truth)"
-        top = (native_grades_sql if native else graded_top_sql)("r.rec", "r.truth", "r.cut")
+    """A graded metric's body over MAP or LIST truth. With ``native``, the MAP form matches
+    through the native step (``native_graded_match_sql``), which also finds a bad grade, n and
+    the ideal list; the LIST form matches through the ``duckrank_matched`` helper
+    (``_helper_macros``), which gives n with the hit positions: n counts distinct items as the
+    match compares them (a collation included)."""
+    name = f"'{metric.name}'"
+    cut = f"duckrank_cutoff({name}, rec, k)"
+    if metric.truth_type and native:  # MAP(VARCHAR, DOUBLE): item -> grade
         return _graded_body(
-            metric, top=top,
-            ideal=ideal_grades_sql(grades, "r.cut"), n=positive_count_sql(grades),
-            grade_checks=[bad_grade_sql(f"'{metric.name}'", "r.truth")],
+            metric, match=native_graded_match_sql("rec", "truth", cut),
+            bad_grade=bad_grade_at_sql(name, "truth", "g.bad"), bind_row=False, cast_truth=True,
         )
-    # A LIST: grade 1 for each item; the hit positions and n come from one match of the row.
-    cut = f"duckrank_cutoff('{metric.name}', rec, k)"
-    return _graded_body(
-        metric, top=binary_top_sql("r.m.pos", "r.m.K"),
-        ideal="list_resize([]::DOUBLE[], least(r.cut, r.m.n), 1.0)", n="r.m.n", grade_checks=[],
-        bound=(("m", f"duckrank_matched('{metric.name}', rec, truth, {cut})"),),
+    if metric.truth_type:
+        return _graded_body(
+            metric, match=graded_match_sql("r.rec", "r.truth", "r.cut"),
+            bad_grade=bad_grade_at_sql(name, "r.truth", "g.bad"),
+        )
+    # A LIST: grade 1 for each item; the hit positions and n come from one match of the row,
+    # bound once by a lambda over a one-element list.
+    match = (
+        f"list_transform([duckrank_matched({name}, rec, truth, {cut})], "
+        f"lambda m: {hits_graded_match_sql('m')})[1]"
     )
+    return _graded_body(metric, match=match, bind_row=False)
 
 
 def _grade_lists_body(metric: Metric, native: bool) -> str:
@@ -261,10 +277,10 @@ def _grade_lists_body(metric: Metric, native: bool) -> str:
     top, truth = first_field_grades_sql("r.rec", "r.cut"), "CAST(r.truth AS DOUBLE[])"
     name = f"'{metric.name}'"
     return _graded_body(
-        metric, top=top, ideal=ideal_grades_sql(truth, "r.cut"), n=positive_count_sql(truth),
-        grade_checks=[
+        metric, match=top_grades_match_sql(top, truth, "r.cut"),
+        grade_checks=(
             bad_list_grade_sql(name, top, "rec"), bad_list_grade_sql(name, truth, "truth")
-        ],
+        ),
     )
 
 

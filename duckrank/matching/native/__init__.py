@@ -1,7 +1,10 @@
 """duckrank's native matching step, a DuckDB extension built from ``match.c`` at install time.
 
 It adds ``duckrank_match(function, rec, truth, k)``, which returns what
-``duckrank.matching.sql.matched_sql`` computes, and ``duckrank_grades(rec, truth, k)``; both take
+``duckrank.matching.sql.matched_sql`` computes, ``duckrank_graded(rec, truth, k)``, what
+``graded_match_sql`` computes for the graded metrics over MAP truth (the hits with their
+grades, the ideal list, n and the first bad grade), and ``duckrank_grades(rec, truth, k)``, the
+grades of the whole top K (trec_eval's gain measures); all take
 ``current_setting('memory_limit')`` as an optional last argument, the bound of their scratch
 memory (match.c says how). ndcg over 1,000,000 users is 2.5x to 3x faster with them
 (benchmarks/RESULTS.md). The metric

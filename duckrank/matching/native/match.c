@@ -1,5 +1,5 @@
 /*
- * duckrank's matching step as native code: a DuckDB C API extension with one scalar function,
+ * duckrank's matching step as native code: a DuckDB C API extension. Its binary matching,
  *
  *     duckrank_match(function VARCHAR, rec LIST, truth LIST, k BIGINT)
  *         -> STRUCT(K BIGINT, pos BIGINT[], n BIGINT, cut BIGINT)
@@ -21,16 +21,34 @@
  *
  * `k` arrives validated (``cutoff_sql``) and rows with a NULL rec, truth or k are NULL.
  *
- * A second function serves the graded metrics over MAP truth (``graded_top_sql`` in matching/sql.py):
+ * Two functions serve the graded metrics over MAP truth. The graded metrics (``graded_match_sql``
+ * in matching/sql.py is the SQL form):
+ *
+ *     duckrank_graded(rec LIST, truth MAP(VARCHAR, DOUBLE), k BIGINT)
+ *         -> STRUCT(K BIGINT, pos BIGINT[], grades DOUBLE[], ideal DOUBLE[], n BIGINT, cut BIGINT,
+ *                   bad BIGINT)
+ *
+ * what their formulas read, the hits only (a grade of 0 adds nothing to a DCG and leaves ERR's
+ * cascade unchanged, so the formulas run over a few elements, not over the top K): pos = the
+ * ascending ranks i <= K whose item has a positive grade and occurs there first, grades = those
+ * grades, ideal = the min(k, n) largest positive grades of truth, largest first, n = the number
+ * of positive grades, cut = k, bad = the 1-based index in truth of the first grade that is NULL,
+ * NaN, infinite or negative (0 for none; the macros then raise the error naming its item, and
+ * read no other field). trec_eval's gain measures read the grades of the whole top K:
  *
  *     duckrank_grades(rec LIST, truth MAP(VARCHAR, DOUBLE), k BIGINT) -> DOUBLE[]
  *
- * the grades of the top K of rec in rec order: truth[item as text] for an item's first
- * occurrence, 0 for a repeat, a NULL item, an item without a grade or with a NULL grade. rec is
- * VARCHAR or an integer type (its decimal text, as `x::VARCHAR` gives).
+ * truth[item as text] for an item's first occurrence, 0 for a repeat, a NULL item, an item
+ * without a grade or with a NULL grade. For both, rec is VARCHAR or an integer type of at most
+ * 64 bits; an integer matches the key that is its decimal text (as `x::VARCHAR = key` says), so
+ * each key is read once as the integer it is the canonical text of (none for '07', '+7', '-0',
+ * ' 7') and rec's ids are compared by value. A MAP with integer keys reaches the macros already
+ * cast to MAP(VARCHAR, DOUBLE), their typed parameter: DuckDB chooses macro overloads by type
+ * but does not tell MAP key types apart, and casts a typed argument before the body sees it.
  *
  * Memory: each call holds a hash table of a row's truth (64 to 128 bytes per item of a long truth
- * list) and the chunk's hit positions, allocated with malloc. The C API (v1.2.0 and later alike)
+ * list), the chunk's hit positions (duckrank_match) or the longest truth's grades, to sort
+ * (duckrank_graded), allocated with malloc. The C API (v1.2.0 and later alike)
  * has no allocation that DuckDB counts against memory_limit (duckdb_malloc is plain malloc), so
  * the step keeps its own account: the bytes that all calls in one database hold at once never go
  * past memory_limit; a call that would need more fails, naming the function, with an error
@@ -638,11 +656,11 @@ static duckdb_type list_child_type(duckdb_vector list) {
 	return result;
 }
 
-/* A NULL row: the struct and, as DuckDB's own struct vectors do, each of its fields. */
-static void set_null(duckdb_vector output, idx_t row) {
+/* A NULL row: the struct and, as DuckDB's own struct vectors do, each of its `fields`. */
+static void set_null(duckdb_vector output, idx_t row, idx_t fields) {
 	duckdb_vector_ensure_validity_writable(output);
 	duckdb_validity_set_row_invalid(duckdb_vector_get_validity(output), row);
-	for (idx_t field = 0; field < 4; field++) {
+	for (idx_t field = 0; field < fields; field++) {
 		duckdb_vector child = duckdb_struct_vector_get_child(output, field);
 		duckdb_vector_ensure_validity_writable(child);
 		duckdb_validity_set_row_invalid(duckdb_vector_get_validity(child), row);
@@ -689,7 +707,7 @@ static void match_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 		counts[row] = 0;
 		cuts[row] = in.cutoffs[row];
 		if (row_is_null(&in, row)) {
-			set_null(output, row);
+			set_null(output, row, 4);
 			continue;
 		}
 		duckdb_list_entry r = in.rec[row], t = in.truth[row];
@@ -716,44 +734,127 @@ static void match_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 	release(&s);
 }
 
-/* An integer id as the text DuckDB's cast to VARCHAR gives (decimal, '-' when negative), as a
- * duckdb_string_t over `buffer` (inline and zero-padded up to 12 bytes, as DuckDB stores them). */
-static duckdb_string_t integer_text(id_kind kind, const void *data, idx_t i, char buffer[24]) {
-	uint64_t bits = read64(kind, data, i);
-	int negative = kind <= K_I64 && (int64_t)bits < 0;
-	uint64_t magnitude = negative ? 0 - bits : bits;
-	char digits[24];
-	int count = 0;
-	do {
-		digits[count++] = (char)('0' + magnitude % 10);
-		magnitude /= 10;
-	} while (magnitude > 0);
-	uint32_t len = 0;
-	if (negative) {
-		buffer[len++] = '-';
-	}
-	while (count > 0) {
-		buffer[len++] = digits[--count];
-	}
-	duckdb_string_t text;
-	memset(&text, 0, sizeof(text));
-	text.value.inlined.length = len;
-	if (len <= 12) {
-		memcpy(text.value.inlined.inlined, buffer, len);
-	} else {
-		memcpy(text.value.pointer.prefix, buffer, 4);
-		text.value.pointer.ptr = buffer;
-	}
-	return text;
+/* A MAP(VARCHAR, DOUBLE) truth as both graded functions read it. DuckDB casts a map of any key
+ * type to that type before a macro sees it (a typed macro parameter), so integer keys arrive as
+ * their decimal text. */
+typedef struct {
+	const duckdb_string_t *keys;
+	const double *grades;
+	const uint64_t *grade_valid;
+} graded_truth;
+
+static graded_truth read_graded_truth(duckdb_vector truth_vector) {
+	duckdb_vector entries = duckdb_list_vector_get_child(truth_vector);
+	duckdb_vector values = duckdb_struct_vector_get_child(entries, 1);
+	graded_truth truth = {(const duckdb_string_t *)duckdb_vector_get_data(duckdb_struct_vector_get_child(entries, 0)),
+	                      (const double *)duckdb_vector_get_data(values), duckdb_vector_get_validity(values)};
+	return truth;
 }
 
-static slot_graded *lookup_graded(scratch *s, const duckdb_string_t *text, uint64_t hash) {
+/* How rec's ids meet the keys: as text, or as integers. An integer id matches a key exactly when
+ * the key is the id's text (what SQL's x::VARCHAR = key says), that is when the key is the
+ * id's canonical decimal form; so the keys are read as integers once (a key in any other form
+ * matches no integer id) and rec's ids are compared by value, without writing them as text. */
+typedef enum { KEYS_AS_TEXT, KEYS_AS_SIGNED, KEYS_AS_UNSIGNED } key_reading;
+
+static key_reading key_reading_of(id_kind rec) {
+	return rec == K_STRING ? KEYS_AS_TEXT : rec == K_U64 ? KEYS_AS_UNSIGNED : KEYS_AS_SIGNED;
+}
+
+/* The key as the 64 bits of the integer whose text it is; 0 when it is no integer's text
+ * (leading zeros, '+', '-0', spaces, out of range). */
+static int key_integer(const duckdb_string_t *key, key_reading reading, uint64_t *value) {
+	uint32_t len = key->value.inlined.length;
+	const char *p = string_data(key);
+	int negative = len > 0 && p[0] == '-';
+	if (negative && reading == KEYS_AS_UNSIGNED) {
+		return 0;
+	}
+	uint32_t first = negative ? 1 : 0;
+	uint32_t digits = len - first;
+	if (digits == 0 || digits > 20 || (p[first] == '0' && (digits > 1 || negative))) {
+		return 0;
+	}
+	uint64_t magnitude = 0;
+	for (uint32_t i = first; i < len; i++) {
+		if (p[i] < '0' || p[i] > '9') {
+			return 0;
+		}
+		uint64_t digit = (uint64_t)(p[i] - '0');
+		if (magnitude > (UINT64_MAX - digit) / 10) {
+			return 0;
+		}
+		magnitude = magnitude * 10 + digit;
+	}
+	if (reading == KEYS_AS_SIGNED && magnitude > (negative ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX)) {
+		return 0;
+	}
+	*value = negative ? 0 - magnitude : magnitude;
+	return 1;
+}
+
+/* The slot of a key: for integer readings `hash` holds the integer itself and `text` is NULL. */
+ALWAYS_INLINE slot_graded *lookup_graded(scratch *s, key_reading reading, const duckdb_string_t *text,
+                                         uint64_t key) {
+	uint64_t hash = reading == KEYS_AS_TEXT ? key : HASH64(key);
 	for (idx_t probe = 0;; probe++) {
 		slot_graded *e = SLOT_AT(slot_graded, s, hash, probe);
-		if (e->stamp != s->stamp || (e->hash == hash && strings_equal(e->text, text))) {
+		if (e->stamp != s->stamp ||
+		    (e->hash == key && (reading != KEYS_AS_TEXT || strings_equal(e->text, text)))) {
 			return e;
 		}
 	}
+}
+
+/* Puts a row's truth in the table: each key with its grade (0 for a NULL grade). */
+static void insert_graded(scratch *s, key_reading reading, const graded_truth *truth, duckdb_list_entry t) {
+	for (idx_t i = t.offset; i < t.offset + t.length; i++) { /* map keys are unique */
+		uint64_t key;
+		if (reading == KEYS_AS_TEXT) {
+			key = hash_string(&truth->keys[i]);
+		} else if (!key_integer(&truth->keys[i], reading, &key)) {
+			continue;
+		}
+		slot_graded *e = lookup_graded(s, reading, &truth->keys[i], key);
+		e->stamp = s->stamp;
+		e->hash = key;
+		e->text = &truth->keys[i];
+		e->consumed = 0;
+		e->grade = is_valid(truth->grade_valid, i) ? truth->grades[i] : 0.0;
+	}
+}
+
+/* The grade of rec's item i for its first occurrence (marking the item consumed), else 0. */
+ALWAYS_INLINE double take_grade(scratch *s, key_reading reading, id_kind kind, const void *rec_data,
+                                const uint64_t *rec_valid, idx_t i) {
+	if (!is_valid(rec_valid, i)) {
+		return 0.0;
+	}
+	const duckdb_string_t *text = NULL;
+	uint64_t key;
+	if (reading == KEYS_AS_TEXT) {
+		text = (const duckdb_string_t *)rec_data + i;
+		key = hash_string(text);
+	} else {
+		key = read64(kind, rec_data, i);
+	}
+	slot_graded *e = lookup_graded(s, reading, text, key);
+	if (e->stamp != s->stamp || e->consumed) {
+		return 0.0;
+	}
+	e->consumed = 1;
+	return e->grade;
+}
+
+/* rec's element type, checked: VARCHAR or an integer type of at most 64 bits; K_NONE, with the
+ * error set, for any other. */
+static id_kind graded_rec_kind(duckdb_function_info info, const char *name, duckdb_vector rec_vector) {
+	id_kind kind = kind_of(list_child_type(rec_vector));
+	if (kind != K_STRING && !fits_int64(kind) && kind != K_U64) {
+		set_error(info, name, "rec must hold VARCHAR or integer ids");
+		return K_NONE;
+	}
+	return kind;
 }
 
 static void grade_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output) {
@@ -761,11 +862,11 @@ static void grade_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 	duckdb_vector rec_vector = duckdb_data_chunk_get_vector(input, 0);
 	duckdb_vector truth_vector = duckdb_data_chunk_get_vector(input, 1);
 	duckdb_vector k_vector = duckdb_data_chunk_get_vector(input, 2);
-	id_kind kind = kind_of(list_child_type(rec_vector));
-	if (kind != K_STRING && !fits_int64(kind) && kind != K_U64) {
-		set_error(info, "duckrank_grades", "rec must hold VARCHAR or integer ids");
+	id_kind kind = graded_rec_kind(info, "duckrank_grades", rec_vector);
+	if (kind == K_NONE) {
 		return;
 	}
+	key_reading reading = key_reading_of(kind);
 	int64_t limit = limit_of(info, "duckrank_grades", input, 3);
 	if (limit < 0) {
 		return;
@@ -773,12 +874,7 @@ static void grade_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 	duckdb_vector rec_items = duckdb_list_vector_get_child(rec_vector);
 	const void *rec_data = duckdb_vector_get_data(rec_items);
 	const uint64_t *rec_item_valid = duckdb_vector_get_validity(rec_items);
-	duckdb_vector entries = duckdb_list_vector_get_child(truth_vector);
-	duckdb_vector keys = duckdb_struct_vector_get_child(entries, 0);
-	duckdb_vector values = duckdb_struct_vector_get_child(entries, 1);
-	const duckdb_string_t *key_text = (const duckdb_string_t *)duckdb_vector_get_data(keys);
-	const double *grades = (const double *)duckdb_vector_get_data(values);
-	const uint64_t *grade_valid = duckdb_vector_get_validity(values);
+	graded_truth truth = read_graded_truth(truth_vector);
 	row_inputs in = read_rows(rec_vector, truth_vector, k_vector);
 
 	duckdb_list_entry *out_entries = (duckdb_list_entry *)duckdb_vector_get_data(output);
@@ -809,32 +905,182 @@ static void grade_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 			set_row_error(info, "duckrank_grades", &s, started, t.length);
 			break;
 		}
-		for (idx_t i = t.offset; i < t.offset + t.length; i++) { /* map keys are unique */
-			uint64_t hash = hash_string(&key_text[i]);
-			slot_graded *e = lookup_graded(&s, &key_text[i], hash);
-			e->stamp = s.stamp;
-			e->hash = hash;
-			e->text = &key_text[i];
-			e->consumed = 0;
-			e->grade = is_valid(grade_valid, i) ? grades[i] : 0.0;
-		}
+		insert_graded(&s, reading, &truth, t);
 		for (idx_t i = r.offset; i < r.offset + top; i++) {
-			double grade = 0.0;
-			if (is_valid(rec_item_valid, i)) {
-				char buffer[24];
-				duckdb_string_t text = kind == K_STRING ? ((const duckdb_string_t *)rec_data)[i]
-				                                        : integer_text(kind, rec_data, i, buffer);
-				slot_graded *e = lookup_graded(&s, &text, hash_string(&text));
-				if (e->stamp == s.stamp && !e->consumed) {
-					e->consumed = 1;
-					grade = e->grade;
-				}
-			}
-			out[written++] = grade;
+			out[written++] = take_grade(&s, reading, kind, rec_data, rec_item_valid, i);
 		}
 		out_entries[row].length = top;
 	}
 	duckdb_list_vector_set_size(output, written);
+	release(&s);
+}
+
+/* A row's ideal list: its `count` positive grades, sorted largest first in place. Insertion
+ * sort for the short lists truth usually is (no call per comparison), qsort past them. */
+static int larger_first(const void *a, const void *b) {
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void sort_largest_first(double *grades, idx_t count) {
+	if (count > 64) {
+		qsort(grades, count, sizeof(double), larger_first);
+		return;
+	}
+	for (idx_t i = 1; i < count; i++) {
+		double g = grades[i];
+		idx_t j = i;
+		for (; j > 0 && grades[j - 1] < g; j--) {
+			grades[j] = grades[j - 1];
+		}
+		grades[j] = g;
+	}
+}
+
+/* The struct duckrank_graded returns, its fields in this order. */
+enum { G_K, G_POS, G_GRADES, G_IDEAL, G_N, G_CUT, G_BAD, G_FIELDS };
+
+/* A list field's child data, grown to hold `size` elements; NULL when DuckDB cannot. */
+static void *list_field(duckdb_vector list, idx_t size) {
+	if (duckdb_list_vector_reserve(list, size) != DuckDBSuccess ||
+	    duckdb_list_vector_set_size(list, size) != DuckDBSuccess) {
+		return NULL;
+	}
+	return duckdb_vector_get_data(duckdb_list_vector_get_child(list));
+}
+
+/* duckrank_graded: what the graded metrics' formulas read, over the hits only (zero grades add
+ * nothing to a DCG and leave ERR's cascade unchanged). See the top of this file. */
+static void graded_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output) {
+	static const char *name = "duckrank_graded";
+	idx_t rows = duckdb_data_chunk_get_size(input);
+	duckdb_vector rec_vector = duckdb_data_chunk_get_vector(input, 0);
+	duckdb_vector truth_vector = duckdb_data_chunk_get_vector(input, 1);
+	duckdb_vector k_vector = duckdb_data_chunk_get_vector(input, 2);
+	id_kind kind = graded_rec_kind(info, name, rec_vector);
+	if (kind == K_NONE) {
+		return;
+	}
+	key_reading reading = key_reading_of(kind);
+	int64_t limit = limit_of(info, name, input, 3);
+	if (limit < 0) {
+		return;
+	}
+	duckdb_vector rec_items = duckdb_list_vector_get_child(rec_vector);
+	const void *rec_data = duckdb_vector_get_data(rec_items);
+	const uint64_t *rec_item_valid = duckdb_vector_get_validity(rec_items);
+	graded_truth truth = read_graded_truth(truth_vector);
+	row_inputs in = read_rows(rec_vector, truth_vector, k_vector);
+
+	duckdb_vector field[G_FIELDS];
+	for (idx_t f = 0; f < G_FIELDS; f++) {
+		field[f] = duckdb_struct_vector_get_child(output, f);
+	}
+	/* The lists' sizes are bounded before any row is read: at most min(K, len(truth)) hits and
+	 * min(k, len(truth)) ideal grades per row. */
+	idx_t most_hits = 0, most_ideal = 0, longest_truth = 0;
+	for (idx_t row = 0; row < rows; row++) {
+		if (!row_is_null(&in, row)) {
+			idx_t top = top_of(&in, row), t = in.truth[row].length;
+			uint64_t k = (uint64_t)in.cutoffs[row];
+			most_hits += top < t ? top : t;
+			most_ideal += k < t ? (idx_t)k : t;
+			longest_truth = t > longest_truth ? t : longest_truth;
+		}
+	}
+	int64_t *pos = (int64_t *)list_field(field[G_POS], most_hits);
+	double *hit_grades = (double *)list_field(field[G_GRADES], most_hits);
+	double *ideal = (double *)list_field(field[G_IDEAL], most_ideal);
+	if ((most_hits && (!pos || !hit_grades)) || (most_ideal && !ideal)) {
+		set_error(info, name, "out of memory in the native matching step");
+		return;
+	}
+	int64_t *tops = (int64_t *)duckdb_vector_get_data(field[G_K]);
+	int64_t *counts = (int64_t *)duckdb_vector_get_data(field[G_N]);
+	int64_t *cuts = (int64_t *)duckdb_vector_get_data(field[G_CUT]);
+	int64_t *bads = (int64_t *)duckdb_vector_get_data(field[G_BAD]);
+	duckdb_list_entry *pos_entries = (duckdb_list_entry *)duckdb_vector_get_data(field[G_POS]);
+	duckdb_list_entry *grade_entries = (duckdb_list_entry *)duckdb_vector_get_data(field[G_GRADES]);
+	duckdb_list_entry *ideal_entries = (duckdb_list_entry *)duckdb_vector_get_data(field[G_IDEAL]);
+
+	scratch s = new_scratch((budget *)duckdb_scalar_function_get_extra_info(info), limit);
+	/* A row's positive grades, to be sorted: scratch memory, counted against memory_limit. */
+	int64_t sort_bytes = (int64_t)(longest_truth * sizeof(double));
+	double *positive = NULL;
+	if (!take(&s, sort_bytes)) {
+		set_row_error(info, name, &s, ROW_OVER_LIMIT, longest_truth);
+		return;
+	}
+	positive = (double *)malloc(sort_bytes ? (size_t)sort_bytes : 1);
+	if (!positive) {
+		set_row_error(info, name, &s, ROW_NO_MEMORY, longest_truth);
+		release(&s);
+		return;
+	}
+	idx_t hits = 0, ideals = 0;
+	for (idx_t row = 0; row < rows; row++) {
+		pos_entries[row].offset = grade_entries[row].offset = hits;
+		ideal_entries[row].offset = ideals;
+		pos_entries[row].length = grade_entries[row].length = ideal_entries[row].length = 0;
+		tops[row] = counts[row] = bads[row] = 0;
+		cuts[row] = in.cutoffs[row];
+		if (row_is_null(&in, row)) {
+			set_null(output, row, G_FIELDS);
+			continue;
+		}
+		duckdb_list_entry r = in.rec[row], t = in.truth[row];
+		idx_t top = top_of(&in, row);
+		tops[row] = (int64_t)top;
+		/* The grades: the first bad one (NULL, NaN, infinite, negative) makes the row an error
+		 * in the macros, which name its item; nothing else of the row is needed then. */
+		idx_t n = 0;
+		for (idx_t i = t.offset; i < t.offset + t.length; i++) {
+			double g = truth.grades[i];
+			if (!is_valid(truth.grade_valid, i) || !isfinite(g) || g < 0) {
+				bads[row] = (int64_t)(i - t.offset + 1);
+				break;
+			}
+			if (g > 0) {
+				positive[n++] = g;
+			}
+		}
+		if (bads[row] > 0) {
+			continue;
+		}
+		counts[row] = (int64_t)n;
+		if (n == 0) {
+			continue; /* every metric is NULL: no relevant item */
+		}
+		sort_largest_first(positive, n);
+		idx_t cut = (uint64_t)in.cutoffs[row] < n ? (idx_t)in.cutoffs[row] : n;
+		memcpy(ideal + ideals, positive, cut * sizeof(double));
+		ideal_entries[row].length = cut;
+		ideals += cut;
+		if (top == 0) {
+			continue;
+		}
+		row_start started = start_row(&s, t.length, 0);
+		if (started != ROW_READY) {
+			set_row_error(info, name, &s, started, t.length);
+			break;
+		}
+		insert_graded(&s, reading, &truth, t);
+		idx_t row_hits = 0;
+		for (idx_t i = r.offset; i < r.offset + top; i++) {
+			double g = take_grade(&s, reading, kind, rec_data, rec_item_valid, i);
+			if (g > 0) {
+				pos[hits + row_hits] = (int64_t)(i - r.offset + 1);
+				hit_grades[hits + row_hits] = g;
+				row_hits++;
+			}
+		}
+		pos_entries[row].length = grade_entries[row].length = row_hits;
+		hits += row_hits;
+	}
+	duckdb_list_vector_set_size(field[G_POS], hits);
+	duckdb_list_vector_set_size(field[G_GRADES], hits);
+	duckdb_list_vector_set_size(field[G_IDEAL], ideals);
+	free(positive);
 	release(&s);
 }
 
@@ -846,6 +1092,21 @@ static duckdb_logical_type match_type(void) {
 	duckdb_logical_type result = duckdb_create_struct_type(members, names, 4);
 	duckdb_destroy_logical_type(&bigints);
 	duckdb_destroy_logical_type(&bigint);
+	return result;
+}
+
+static duckdb_logical_type graded_type(void) {
+	duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
+	duckdb_logical_type real = duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE);
+	duckdb_logical_type bigints = duckdb_create_list_type(bigint);
+	duckdb_logical_type reals = duckdb_create_list_type(real);
+	duckdb_logical_type members[G_FIELDS] = {bigint, bigints, reals, reals, bigint, bigint, bigint};
+	const char *names[G_FIELDS] = {"K", "pos", "grades", "ideal", "n", "cut", "bad"};
+	duckdb_logical_type result = duckdb_create_struct_type(members, names, G_FIELDS);
+	duckdb_logical_type *types[] = {&bigint, &real, &bigints, &reals};
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		duckdb_destroy_logical_type(types[i]);
+	}
 	return result;
 }
 
@@ -917,11 +1178,15 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
 	if (state == DuckDBSuccess) {
 		state = register_set(connection, "duckrank_grades", grade_parameters, 4, grade_list, grade_rows, account);
 	}
+	duckdb_logical_type graded = graded_type();
+	if (state == DuckDBSuccess) {
+		state = register_set(connection, "duckrank_graded", grade_parameters, 4, graded, graded_rows, account);
+	}
 	if (state == DuckDBSuccess) {
 		state = duckrank_register_preferences(connection);
 	}
 
-	duckdb_logical_type *types[] = {&varchar, &any, &bigint, &result, &real, &grade_map, &grade_list};
+	duckdb_logical_type *types[] = {&varchar, &any, &bigint, &result, &real, &grade_map, &grade_list, &graded};
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		duckdb_destroy_logical_type(types[i]);
 	}

@@ -1,0 +1,101 @@
+"""Time the graded metrics over MAP truth against binary ndcg on the same ids (issue 19, item 1).
+
+The workload of the main grid (benchmarks/data.py): ``--users`` users, a ``rec`` of 100 distinct
+ids, a truth of 1 to 30 ids (about 40% of them in rec). The graded truth is the same items as a
+MAP with grades 1..3 by position in truth, as the graded section of benchmarks/run.py builds it:
+``MAP(BIGINT, DOUBLE)`` for the BIGINT ids and ``MAP(VARCHAR, DOUBLE)`` for the VARCHAR ids
+('item_<id>'). For each id type and k in 10 and 100: binary ``ndcg(rec, truth list, k)``, then
+graded ``ndcg``, ``dcg`` and ``err`` over the MAP, each as ``SELECT avg(...)`` over a table in
+memory, with their ratio to binary ndcg (the goal: at most 1.3x).
+
+    .venv/bin/python -m benchmarks.bench_graded            # 300,000 users, best of 3
+    .venv/bin/python -m benchmarks.bench_graded --quick    # 20,000 users, one run: seconds
+    .venv/bin/python -m benchmarks.bench_graded --sql-step # also the SQL matching step
+
+Prints one line per query: median wall seconds over ``--repeat`` runs after a warm-up, CPU
+seconds, the peak resident memory above that before the runs, and the ratios (wall and CPU) to
+binary ndcg at the same k and ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+import duckdb
+
+import duckrank
+from benchmarks.bench_stats import line, timed
+from benchmarks.data import dataset
+from benchmarks.goals import print_goal
+from duckrank.matching.native import status as native_status
+
+GRADED = ("ndcg", "dcg", "err")
+
+
+def _load(con: duckdb.DuckDBPyConnection, users: int, ids: str) -> None:
+    """Table ev: rec, truth_list (LIST), truth (MAP with the ids' key type) and truth_text (the
+    same MAP keyed by the ids' text, MAP(VARCHAR, DOUBLE), built by casting the key list)."""
+    path = dataset(users, ids)
+    con.execute(f"""CREATE OR REPLACE TABLE ev AS SELECT uid, rec, truth AS truth_list,
+                      map(truth, grades) AS truth, map(truth::VARCHAR[], grades) AS truth_text
+                    FROM (SELECT *, list_transform(truth, lambda t, j: (1 + j % 3)::DOUBLE)
+                            AS grades FROM read_parquet('{path}'))""")
+
+
+def _run(con: duckdb.DuckDBPyConnection, label: str, ks: list[int], repeat: int) -> None:
+    def sql(call: str) -> Callable[[], object]:
+        return lambda: con.execute(f"SELECT avg({call}) FROM ev").fetchall()
+
+    truth_type = con.execute("SELECT typeof(truth) FROM ev LIMIT 1").fetchone()[0]
+    # MAP(BIGINT, DOUBLE) truth reaches the macros cast to their MAP(VARCHAR, DOUBLE) parameter
+    # (DuckDB casts a typed macro argument); truth_text shows the cost without that cast.
+    columns = [("truth", truth_type)] + (
+        [("truth_text", "MAP(VARCHAR, DOUBLE) keys")] if truth_type != "MAP(VARCHAR, DOUBLE)"
+        else [])
+    for k in ks:
+        binary = timed(sql(f"ndcg(rec, truth_list, {k})"), repeat)
+        line(f"{label} binary ndcg@{k}", binary)
+        for column, shown in columns:
+            cpu_ratios = {}
+            for name in GRADED:
+                graded = timed(sql(f"{name}(rec, {column}, {k})"), repeat)
+                line(f"{label} {name}@{k} {shown}", graded, binary, "binary ndcg")
+                cpu_ratios[name] = graded[1] / binary[1]
+            worst = max(cpu_ratios, key=cpu_ratios.get)
+            print_goal(f"graded ndcg/dcg/err within 1.3x of binary ndcg ({label} ids, {shown} "
+                       f"truth, k = {k}; CPU)", f"worst {worst} {cpu_ratios[worst]:.2f}x",
+                       cpu_ratios[worst] <= 1.3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=300_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--ids", nargs="*", default=["bigint", "varchar"],
+                        choices=("bigint", "varchar"))
+    parser.add_argument("--k", type=int, nargs="*", default=[10, 100])
+    parser.add_argument("--sql-step", action="store_true",
+                        help="also time the SQL matching step (duckrank.connect(native=False))")
+    parser.add_argument("--quick", action="store_true", help="20,000 users, one run")
+    args = parser.parse_args()
+    if args.quick:
+        args.users, args.repeat = 20_000, 1
+
+    print(f"{args.users:,} users x top 100, grades 1..3, {args.threads} threads, "
+          f"median of {args.repeat}")
+    steps = [("native", True)] + ([("sql", False)] if args.sql_step else [])
+    for step, native in steps:
+        con = duckrank.connect(native=native, config={"threads": args.threads})
+        status = native_status(con)
+        if native and not status.active:
+            print(f"native step not in use: {status.reason}")
+        for ids in args.ids:
+            _load(con, args.users, ids)
+            _run(con, f"{ids} {step}", args.k, args.repeat)
+        con.close()
+
+
+if __name__ == "__main__":
+    main()
