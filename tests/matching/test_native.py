@@ -271,7 +271,7 @@ def test_graded_metrics_over_map_truth_give_the_sql_values(fast, sql_only, rec_t
         ) + "}::MAP(VARCHAR, DOUBLE)"
         k = "NULL" if rng.random() < 0.03 else str(rng.choice([1, 3, 10, rng.randrange(1, 50)]))
         rows.append(f"({i}, {rec}, {truth}, {k})")
-    _assert_same_values(fast, sql_only, MAP_GRADED, ", ".join(rows), "duckrank_grades")
+    _assert_same_values(fast, sql_only, MAP_GRADED, ", ".join(rows), "duckrank_graded")
 
 
 def test_grades_of_long_integer_ids_by_hand(fast) -> None:
