@@ -4,30 +4,33 @@ edrc: each user has a ``rec`` of ``--items`` distinct BIGINT ids (shuffled) draw
 0 .. 1.2 * items, and ``--prefs`` truth preferences between random ids of that range (so some
 involve items the system did not rank), each preferring the smaller id. The truth is acyclic by
 construction and deep (random pairs over a hidden total order give long paths), the hard case for
-the level-by-level closure. Users are generated in chunks of bounded memory, straight to Arrow.
-Next to ``edrc`` it times what its arguments cost before the kernel runs (a UDF that returns
-zeros, given the macro's arguments) and the same UDF given the ids as ``BIGINT[]`` rather than
-the UNION of list types the macro passes (DuckDB's Arrow export of a UNION is slow).
+the closure. Users are generated in chunks of bounded memory, straight to Arrow. ``edrc`` runs
+the native step (duckrank/matching/native/preferences.c) when it is loaded; the reference line is
+the Python UDF the macro called before it (and still calls without it) for these integer ids,
+``duckrank_edrc_int``, called with the macro's arguments.
 
 Rank correlations: ``--corr-users`` users with a ``rec`` of 100 distinct BIGINT ids from a
 catalogue of 10,000 and a truth MAP(BIGINT, DOUBLE) of 20 items graded 1..5 (12 of them in rec,
-so ties), next to binary ``ndcg(rec, truth ids, 100)`` on the same lists, the issue's yardstick.
+so ties), next to binary ``ndcg(rec, truth ids, 100)`` on the same lists, the issue's yardstick,
+and spearman through the Python UDF (``duckrank_spearman_int``, the macro's path without the
+native step).
 
     .venv/bin/python -m benchmarks.bench_edrc                 # the full target (a few minutes)
     .venv/bin/python -m benchmarks.bench_edrc --quick         # a smoke run, seconds
     .venv/bin/python -m benchmarks.bench_edrc --users 200 --corr-users 0 --repeat 1
     .venv/bin/python -m benchmarks.bench_edrc --users 10000 --corr-users 0 --repeat 1 \
-        --no-warm-up --only "edrc linear" "edrc, ids as BIGINT[]" "arguments only" "scan floor"
+        --no-warm-up --only "edrc, Python UDF" "edrc linear" "scan floor"
 
 Prints one line per query: median seconds over ``--repeat`` runs after a warm-up, rows per
 second, the peak resident memory above that before the runs, the ratio to the reference line of
-its section (``edrc linear``, ``ndcg@100``) and the value.
+its section (``edrc, Python UDF``, ``ndcg@100``), the same for the process's CPU time (steadier
+on a shared machine) and the value; then one ``goal`` line per issue 19 goal (edrc at least 10x
+faster than the Python UDF; each correlation within 3x of ndcg@100), judged on wall time.
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
 import statistics
 import time
 from collections.abc import Callable
@@ -38,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 
 import duckrank
-from duckrank.engines.python_udfs import UDFS, PythonUDF
+from duckrank.matching import native
 
 SEED = 20240610
 CHUNK_USERS = 256
@@ -113,78 +116,64 @@ def _status_mb(field: str) -> float:
 
 
 def timed(run: Callable[[], object], repeat: int, warm_up: bool
-          ) -> tuple[float, float, object]:
-    """(median seconds, peak MB above the resident memory before the timed runs, value)."""
+          ) -> tuple[float, float, float, object]:
+    """(median wall seconds, median CPU seconds of the process, peak MB above the resident memory
+    before the timed runs, value). On a shared machine the CPU time is the steadier ratio."""
     if warm_up:
         run()
     Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark
     before = _status_mb("VmRSS")
-    times, value = [], None
+    walls, cpus, value = [], [], None
     for _ in range(repeat):
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         value = run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), _status_mb("VmHWM") - before, value
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus), _status_mb("VmHWM") - before, value
 
 
-def _zeros(arguments: int) -> Callable:
-    def zeros(ids, *rest):
-        return pa.array(np.zeros(len(ids)))
-
-    zeros.__signature__ = inspect.Signature([
-        inspect.Parameter(f"arg{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(arguments)
-    ])
-    return zeros
-
-
-def _register_variants(con: duckdb.DuckDBPyConnection, udf: str) -> None:
-    """``<udf>_bigint_ids``: duckrank's own UDF function, given the ids as BIGINT[]; and
-    ``<udf>_arguments`` / ``<udf>_arguments_bigint``: UDFs that return zeros, given the same."""
-    own = next(u for u in UDFS if u.name == udf)
-    bigint = ("BIGINT[]", *own.parameters[1:])
-    PythonUDF(f"{udf}_bigint_ids", own.function, bigint, "DOUBLE").register(con)
-    zeros = _zeros(len(own.parameters))
-    PythonUDF(f"{udf}_arguments", zeros, own.parameters, "DOUBLE").register(con)
-    PythonUDF(f"{udf}_arguments_bigint", zeros, bigint, "DOUBLE").register(con)
-
-
-_IDS = ("rec || list_transform(truth, lambda p: struct_extract_at(p, 1)) "
-        "|| list_transform(truth, lambda p: struct_extract_at(p, 2))")
-_REST = "len(rec), len(truth), typeof(truth), 'linear'"
+_INTEGER_IDS = ("rec::BIGINT[]"
+                " || list_transform(truth, lambda p: struct_extract_at(p, 1))::BIGINT[]"
+                " || list_transform(truth, lambda p: struct_extract_at(p, 2))::BIGINT[]")
 EDRC_QUERIES = {
+    "edrc, Python UDF": f"SELECT avg(duckrank_edrc_int({_INTEGER_IDS}, len(rec), len(truth), "
+    "typeof(truth), 'linear')) FROM ev",
     "edrc linear": "SELECT avg(edrc(rec, truth)) FROM ev",
     "edrc ap": "SELECT avg(edrc(rec, truth, 'ap')) FROM ev",
-    "edrc, ids as BIGINT[]": f"SELECT avg(duckrank_edrc_bigint_ids({_IDS}, {_REST})) FROM ev",
-    "arguments only": f"SELECT avg(duckrank_edrc_arguments({_IDS}, {_REST})) FROM ev",
-    "arguments only, BIGINT[]":
-        f"SELECT avg(duckrank_edrc_arguments_bigint({_IDS}, {_REST})) FROM ev",
-    "scan floor": "SELECT sum(len(rec)) + sum(len(truth)) + sum(list_sum(rec)) FROM ev",
+    # Reads every list element (the last preference's item forces its whole list to be read).
+    "scan floor": "SELECT sum(list_sum(rec)) + sum(truth[-1].better) FROM ev",
 }
+CORRELATIONS = ("spearman", "kendall_tau", "ap_correlation", "fcp")
 CORRELATION_QUERIES = {
     "ndcg@100": "SELECT avg(ndcg(rec, truth_ids, 100)) FROM graded",
-    **{name: f"SELECT avg({name}(rec, truth)) FROM graded"
-       for name in ("spearman", "kendall_tau", "ap_correlation", "fcp")},
-    "spearman, ids as BIGINT[]": "SELECT avg(duckrank_spearman_bigint_ids(rec || "
-    "map_keys(truth), len(rec), map_values(truth))) FROM graded",
-    "arguments only": "SELECT avg(duckrank_spearman_arguments(list_transform(rec, lambda x: "
-    "x::VARCHAR) || map_keys(truth)::VARCHAR[], len(rec), map_values(truth))) FROM graded",
-    "arguments only, BIGINT[]": "SELECT avg(duckrank_spearman_arguments_bigint(rec || "
-    "map_keys(truth), len(rec), map_values(truth))) FROM graded",
+    **{name: f"SELECT avg({name}(rec, truth)) FROM graded" for name in CORRELATIONS},
+    "spearman, Python UDF": "SELECT avg(duckrank_spearman_int(rec || map_keys(truth), len(rec), "
+    "map_values(truth)::DOUBLE[])) FROM graded",
     "scan floor": "SELECT sum(list_sum(rec)) + sum(list_sum(map_values(truth))) FROM graded",
 }
 
 
 def _section(con: duckdb.DuckDBPyConnection, users: int, queries: dict[str, str],
-             args: argparse.Namespace) -> None:
-    reference = None
+             args: argparse.Namespace) -> dict[str, float]:
+    """Runs and prints the section's queries; returns their (wall, CPU) seconds by name."""
+    reference, seconds_of = None, {}
     for name, sql in queries.items():
         if args.only and name not in args.only:
             continue
-        seconds, peak, value = timed(lambda sql=sql: con.execute(sql).fetchall()[0][0],
-                                     args.repeat, not args.no_warm_up)
-        reference = reference or seconds
-        print(f"{name:26s} {seconds:8.3f} s {users / seconds:12,.0f} rows/s  peak +{peak:5.0f} MB"
-              f"  {seconds / reference:6.2f}x  value {value}", flush=True)
+        wall, cpu, peak, value = timed(lambda sql=sql: con.execute(sql).fetchall()[0][0],
+                                       args.repeat, not args.no_warm_up)
+        reference = reference or (wall, cpu)
+        seconds_of[name] = (wall, cpu)
+        print(f"{name:26s} {wall:8.3f} s {users / wall:12,.0f} rows/s  peak +{peak:5.0f} MB"
+              f"  {wall / reference[0]:6.2f}x (CPU {cpu:7.3f} s, {cpu / reference[1]:5.2f}x)"
+              f"  value {value}", flush=True)
+    return seconds_of
+
+
+def _goal(text: str, ratios: tuple[float, float], met: Callable[[float], bool]) -> None:
+    wall, cpu = ratios
+    print(f"goal: {text:44s} {wall:6.2f}x (CPU {cpu:5.2f}x)  "
+          f"{'met' if met(wall) else 'NOT MET'}", flush=True)
 
 
 def main() -> None:
@@ -204,6 +193,7 @@ def main() -> None:
         args.users, args.corr_users, args.repeat = 200, 20_000, 1
 
     con = duckrank.connect(config={"threads": args.threads})
+    print(f"native step: {native.status(con).reason}")
     if args.users:
         start = time.perf_counter()
         con.register("generated", make_table(args.users, args.items, args.prefs))
@@ -211,17 +201,24 @@ def main() -> None:
         con.unregister("generated")
         print(f"edrc: {args.users:,} users x {args.items:,} items x {args.prefs:,} prefs, built in "
               f"{time.perf_counter() - start:.1f} s, {args.threads} threads")
-        _register_variants(con, "duckrank_edrc")
-        _section(con, args.users, EDRC_QUERIES, args)
+        seconds = _section(con, args.users, EDRC_QUERIES, args)
+        if {"edrc, Python UDF", "edrc linear"} <= seconds.keys():
+            speed_up = tuple(p / n for p, n in zip(seconds["edrc, Python UDF"],
+                                                   seconds["edrc linear"], strict=True))
+            _goal("edrc linear faster than the Python UDF by", speed_up, lambda r: r >= 10)
     if args.corr_users:
         start = time.perf_counter()
         con.register("generated_grades", graded_table(args.corr_users))
         con.execute("CREATE TABLE graded AS SELECT * FROM generated_grades")
         con.unregister("generated_grades")
-        _register_variants(con, "duckrank_spearman")
         print(f"rank correlations: {args.corr_users:,} users x 100 items, 20 graded, built in "
               f"{time.perf_counter() - start:.1f} s")
-        _section(con, args.corr_users, CORRELATION_QUERIES, args)
+        seconds = _section(con, args.corr_users, CORRELATION_QUERIES, args)
+        for name in CORRELATIONS:
+            if {name, "ndcg@100"} <= seconds.keys():
+                ratio = tuple(c / n for c, n in zip(seconds[name], seconds["ndcg@100"],
+                                                    strict=True))
+                _goal(f"{name} over ndcg@100 at most 3x", ratio, lambda r: r <= 3)
     con.close()
 
 

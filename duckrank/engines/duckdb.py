@@ -11,7 +11,8 @@ Three kinds of things are registered:
   (``duckrank.matching.native``) is loaded, the native forms of the stored macros whose native
   form differs, which shadow them; and the macros that call Python
   (``python_udfs.session_statements``), because a stored macro calling Python would fail in a
-  DuckDB without duckrank. TEMP macros are private to one connection: call
+  DuckDB without duckrank; with the native step loaded, those call its preference functions for
+  the ids it handles. TEMP macros are private to one connection: call
   ``duckrank.register(cursor)`` on each cursor that should use those.
 * Python functions (``duckrank.engines.python_udfs.UDFS``), registered on the database
   instance, which every cursor shares; they are never stored in the file.
@@ -190,7 +191,7 @@ def _register_functions(
     ``register`` still stores every macro."""
     with _SHARED_STATE:
         use_native = native and _native.load(con)
-    python = [*python_udfs.session_statements(), *stats.session_statements()]
+    python = [*python_udfs.session_statements(use_native), *stats.session_statements()]
     chosen = _with_dependencies([*_as_temp(_connection_statements(use_native)), *python],
                                 functions)
     if any(s in python for s in chosen):
@@ -247,7 +248,7 @@ def register(
         _run_in_transaction(
             con, _as_temp([s for s in _connection_statements(True) if s not in stored])
         )
-    for statement in (*python_udfs.session_statements(), *stats.session_statements()):
+    for statement in (*python_udfs.session_statements(use_native), *stats.session_statements()):
         con.execute(statement)
     if hivemall:
         con.execute(f"SET search_path = '{_hivemall.SCHEMA},main'")

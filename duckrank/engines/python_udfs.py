@@ -24,6 +24,11 @@ DuckDB's Python API has no ANY type and no overloading, so each public function 
 * correlations compare rec with the keys of a MAP truth by their text, as the graded metrics do
   (an item matches a key when ``item::VARCHAR`` equals ``key::VARCHAR``), so their ids travel as
   VARCHAR, unless rec and the keys are both integers (text equality is integer equality there).
+* when the native step is loaded in the connection's database (``session_statements(native=True)``),
+  a first branch sends ids it handles (every id argument an integer list BIGINT holds, or every
+  one VARCHAR[]) to its functions (``NATIVE_PREFIX``, matching/native/preferences.c), which read
+  DuckDB's vectors in place: no Arrow export, no Python. Other ids keep the UDFs; the values and
+  error messages are the same either way.
 
 The macros are TEMP because a stored macro calling Python would break the database file in a
 DuckDB without duckrank, and TEMP macros are private to one connection: call
@@ -58,6 +63,9 @@ ID_LISTS = "UNION(i BIGINT[], u UBIGINT[], h HUGEINT[], s VARCHAR[], id UUID[])"
 # What typeof() says of the id lists that travel as BIGINT[] unchanged (UBIGINT may not fit).
 INTEGER_LISTS = ("TINYINT[]", "SMALLINT[]", "INTEGER[]", "BIGINT[]", "UTINYINT[]",
                  "USMALLINT[]", "UINTEGER[]")
+# The native step's functions (matching/native/preferences.c), by their qualified name so that a
+# macro of the same name in the database cannot stand in for them.
+NATIVE_PREFIX = "system.main.duckrank_native_"
 
 
 @dataclass(frozen=True)
@@ -253,51 +261,96 @@ def _second(items: str) -> str:
     return f"list_transform({items}, lambda p: struct_extract_at(p, 2))"
 
 
-def _udf_and_macro(metric: Metric) -> tuple[tuple[PythonUDF, PythonUDF], list[str]]:
-    """The metric's UDF, its twin for integer ids (``<udf>_int``) and the TEMP macro statements
-    that call them.
+@dataclass(frozen=True)
+class _Shape:
+    """How a metric's macro reshapes its arguments for its UDF: the UDF's parameters and
+    function, the SQL id lists in the order the UDF cuts them (``parts``), the ids as the
+    general UDF takes them, its other arguments, and the native step's call (``native``: the
+    arguments after its function's name, memory_limit added when the macro is made)."""
 
-    Per input kind: the SQL id lists in the order the UDF cuts them (``parts``), the ids as the
-    general UDF takes them and its other arguments. The macro calls the twin with the parts cast
-    to BIGINT[] when every part is an integer list BIGINT holds (``INTEGER_LISTS``), else the
-    general UDF as before; the general branch comes first so that it binds first and a bad
-    argument fails with the same message as ever."""
-    udf = f"duckrank_{metric.name}"
+    parameters: tuple[str, ...]
+    function: Callable
+    parts: list[str]
+    ids: str
+    args: list[str]
+    native: str
+
+
+def _shape(metric: Metric) -> _Shape:
     options = [o.name for o in metric.options]
     option_types = tuple(_option_type(o) for o in metric.options)
     if metric.inputs == "preferences":
-        parameters = (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", *option_types)
-        function = _preference_function(
-            metric, _rec_and_preferences, match_preferences, ("truth",)
-        )
         parts = ["rec", _first("truth"), _second("truth")]
-        ids = " || ".join(parts)
-        args = ["len(rec)", "len(truth)", "typeof(truth)"]
-    elif metric.inputs == "system_preferences":
-        parameters = (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", *option_types)
-        function = _preference_function(
-            metric, _two_preference_lists, match_system_preferences, ("system", "truth")
+        return _Shape(
+            (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", *option_types),
+            _preference_function(metric, _rec_and_preferences, match_preferences, ("truth",)),
+            parts, " || ".join(parts), ["len(rec)", "len(truth)", "typeof(truth)"],
+            f"{NATIVE_PREFIX}{metric.name}(rec, truth, typeof(truth), {', '.join(options)}",
         )
+    if metric.inputs == "system_preferences":
         parts = [_first("system"), _second("system"), _first("truth"), _second("truth")]
-        ids = " || ".join(parts)
-        args = ["len(system)", "len(truth)", "typeof(system)", "typeof(truth)"]
-    else:  # ranked_grades: ids compared by their text, as the record's VARCHAR-keyed truth says
-        parameters = ("VARCHAR[]", "BIGINT", "DOUBLE[]")
-        function = _grades_function(metric)
-        parts = ["rec", "map_keys(truth)"]
-        ids = "list_transform(rec, lambda x: x::VARCHAR) || map_keys(truth)::VARCHAR[]"
-        args = ["len(rec)", "map_values(truth)::DOUBLE[]"]
+        return _Shape(
+            (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", *option_types),
+            _preference_function(
+                metric, _two_preference_lists, match_system_preferences, ("system", "truth")
+            ),
+            parts, " || ".join(parts),
+            ["len(system)", "len(truth)", "typeof(system)", "typeof(truth)"],
+            f"{NATIVE_PREFIX}{metric.name}(system, truth, typeof(system), typeof(truth), "
+            f"{', '.join(options)}",
+        )
+    # ranked_grades: ids compared by their text, as the record's VARCHAR-keyed truth says
+    return _Shape(
+        ("VARCHAR[]", "BIGINT", "DOUBLE[]"), _grades_function(metric), ["rec", "map_keys(truth)"],
+        "list_transform(rec, lambda x: x::VARCHAR) || map_keys(truth)::VARCHAR[]",
+        ["len(rec)", "map_values(truth)::DOUBLE[]"],
+        f"{NATIVE_PREFIX}correlation('{metric.name}', rec, map_keys(truth), "
+        "map_values(truth)::DOUBLE[]",
+    )
+
+
+def _udfs(metric: Metric) -> tuple[PythonUDF, PythonUDF]:
+    """The metric's UDF and its twin for integer ids (``<udf>_int``)."""
+    shape = _shape(metric)
+    function = shape.function
     # DuckDB counts the function's parameters: give the variadic adapters an exact signature.
     function.__signature__ = inspect.Signature([
         inspect.Parameter(f"arg{i}", inspect.Parameter.POSITIONAL_ONLY)
-        for i in range(len(parameters))
+        for i in range(len(shape.parameters))
     ])
-    rest = ", ".join([*args, *options])
-    integer = ", ".join(f"'{t}'" for t in INTEGER_LISTS)
-    not_integer = " OR ".join(f"typeof({part}) NOT IN ({integer})" for part in parts)
-    integer_ids = " || ".join(f"({part})::BIGINT[]" for part in parts)
-    body = (f"WHEN {not_integer} THEN {udf}({ids}, {rest}) "
+    udf = f"duckrank_{metric.name}"
+    return (PythonUDF(udf, function, shape.parameters, "DOUBLE"),
+            PythonUDF(f"{udf}_int", function, ("BIGINT[]", *shape.parameters[1:]), "DOUBLE"))
+
+
+def _typeof_in(parts: list[str], types: tuple[str, ...]) -> str:
+    listed = ", ".join(f"'{t}'" for t in types)
+    return " AND ".join(f"typeof({part}) IN ({listed})" for part in parts)
+
+
+def _macro(metric: Metric, native: bool) -> list[str]:
+    """The TEMP macro statements of a metric.
+
+    The macro calls the twin UDF with the parts cast to BIGINT[] when every part is an integer
+    list BIGINT holds (``INTEGER_LISTS``), else the general UDF as before; the general branch
+    comes first so that it binds first and a bad argument fails with the same message as ever.
+    With ``native`` (the native step is loaded in the connection's database), ids the native
+    step handles (every part an integer list BIGINT holds, or every part VARCHAR[]) go to it
+    instead; it binds for any argument, so its branch can come first."""
+    shape = _shape(metric)
+    udf = f"duckrank_{metric.name}"
+    rest = ", ".join([*shape.args, *(o.name for o in metric.options)])
+    not_integer = " OR ".join(
+        f"NOT ({_typeof_in([part], INTEGER_LISTS)})" for part in shape.parts
+    )
+    integer_ids = " || ".join(f"({part})::BIGINT[]" for part in shape.parts)
+    body = (f"WHEN {not_integer} THEN {udf}({shape.ids}, {rest}) "
             f"ELSE {udf}_int({integer_ids}, {rest}) END")
+    if native:
+        handled = (f"({_typeof_in(shape.parts, INTEGER_LISTS)}) OR "
+                   f"({_typeof_in(shape.parts, ('VARCHAR[]',))})")
+        body = (f"WHEN {handled} THEN {shape.native}, current_setting('memory_limit')) "
+                f"{body}")
     defaults = "".join(f", {o.name} := {o.sql_default()}" for o in metric.options)
     public = f"({metric.first_argument}, truth{defaults})"
     statements = []
@@ -315,18 +368,19 @@ def _udf_and_macro(metric: Metric) -> tuple[tuple[PythonUDF, PythonUDF], list[st
     else:
         public += f" AS CASE {body}"
     statements.append(f"CREATE OR REPLACE TEMP MACRO {metric.name}{public}")
-    integer_parameters = ("BIGINT[]", *parameters[1:])
-    return (PythonUDF(udf, function, parameters, "DOUBLE"),
-            PythonUDF(f"{udf}_int", function, integer_parameters, "DOUBLE")), statements
+    return statements
 
 
 PYTHON_INPUTS = ("preferences", "system_preferences", "ranked_grades")
 PYTHON_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.inputs in PYTHON_INPUTS)
-_REGISTERED = [_udf_and_macro(m) for m in PYTHON_METRICS]
 
-UDFS: list[PythonUDF] = [udf for udfs, _ in _REGISTERED for udf in udfs]
+UDFS: list[PythonUDF] = [udf for m in PYTHON_METRICS for udf in _udfs(m)]
+_STATEMENTS = {native: [s for m in PYTHON_METRICS for s in _macro(m, native)]
+               for native in (False, True)}
 
 
-def session_statements() -> list[str]:
-    """TEMP macros that call the UDFs above (never stored in a database file)."""
-    return [statement for _, statements in _REGISTERED for statement in statements]
+def session_statements(native: bool = False) -> list[str]:
+    """TEMP macros that call the UDFs above (never stored in a database file); with ``native``,
+    macros that call the native step (``NATIVE_PREFIX``) for the ids it handles, for a
+    connection whose database has it loaded."""
+    return list(_STATEMENTS[native])

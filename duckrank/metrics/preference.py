@@ -25,7 +25,9 @@ preferences: their transitive closure).
 The kernel works on small integer node ids per row (``duckrank.matching.preferences`` maps item ids
 to them): truth ancestors are bitsets (uint64 words), filled layer by layer in topological
 order, every layer for a whole chunk of rows in a few numpy calls; descendant counts are the
-column sums of those bit matrices (docs/preference.md, "Speed").
+column sums of those bit matrices (docs/preference.md, "Speed"). The native step
+(duckrank/matching/native/preferences.c) computes the same values row by row, in the same order
+of summation; this kernel serves the ids it does not handle and Spark.
 """
 
 from __future__ import annotations
@@ -260,6 +262,14 @@ class _RowEdges:
         return offset + self.edges.better[at], offset + self.edges.worse[at]
 
 
+def _kept(edges: Edges, valid: np.ndarray) -> Edges:
+    """The edges of the valid rows: a row made NULL by its options (a NULL discount or
+    likelihood) keeps its matched edges but gets no nodes, and its edges must not land on the
+    nodes of the rows numbered after it."""
+    keep = valid[edges.row]
+    return edges if keep.all() else Edges(edges.row[keep], edges.better[keep], edges.worse[keep])
+
+
 def _discount(rank: np.ndarray, kind: np.ndarray) -> np.ndarray:
     rank = rank.astype(np.float64)
     return np.select(
@@ -296,8 +306,8 @@ def edrc_kernel(
         raise ValueError(f"likelihood must lie in [0, 1]; got {float(likelihood[bad][0])}")
 
     node_counts = np.where(valid, rows.node_counts, 0)
-    truth = _RowEdges.of(rows.truth, n_rows)
-    system = None if rows.system is None else _RowEdges.of(rows.system, n_rows)
+    truth = _RowEdges.of(_kept(rows.truth, valid), n_rows)
+    system = None if rows.system is None else _RowEdges.of(_kept(rows.system, valid), n_rows)
     numerator = np.zeros(n_rows)
     normaliser = np.zeros(n_rows)
     chunks = _chunks(node_counts)
@@ -331,6 +341,9 @@ def _chunk_scores(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Per non-source node of V: its chunk row, C(v) / D(v) and |W(v)| / D(v)."""
     graph, better, worse = _graph(truth, chunk, "truth")
+    # A cycle in the system's preferences is an error even where no truth preference is
+    # considered (as the native step checks it).
+    s_graph = None if system is None else _graph(system, chunk, "system")[0]
     if better.size == 0:
         return None
     row_of_node = np.repeat(np.arange(len(chunk.rows)), node_counts[chunk.rows])
@@ -345,7 +358,6 @@ def _chunk_scores(
         agree = _count_below_own_bit(ancestors, bit)
         unordered = np.zeros_like(agree)
     else:
-        s_graph, _, _ = _graph(system, chunk, "system")
         agree = _popcount(
             ancestors & s_graph.closure(space.bitsets(1, chunk), own_word, own_bit, True)
         ) - 1

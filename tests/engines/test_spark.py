@@ -375,7 +375,9 @@ def test_paper_table2_through_spark(spark):
 def _duckdb_message(con, sql: str) -> str:
     with pytest.raises(duckdb.Error) as error:
         con.execute(sql).fetchall()
-    return str(error.value).split("ValueError: ", 1)[1]
+    # The Python UDFs' messages come after "ValueError: ", the native step's after DuckDB's
+    # "Invalid Input Error: ".
+    return re.split(r"ValueError: |Invalid Input Error: ", str(error.value))[-1]
 
 
 @pytest.mark.parametrize(

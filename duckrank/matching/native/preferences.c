@@ -1,7 +1,35 @@
 /*
- * duckrank's preference metrics (edrc and the rank correlations) as native code, part of the
- * same DuckDB C API extension as match.c, whose entry point calls
- * duckrank_register_preferences once per database.
+ * duckrank's preference metrics (edrc, edrc_preferences and the rank correlations) as native code,
+ * part of the same DuckDB C API extension as match.c, whose entry point calls
+ * duckrank_register_preferences once per database. Three scalar functions:
+ *
+ *     duckrank_native_edrc(rec LIST, truth LIST(STRUCT(a, b)), truth_type VARCHAR, discount VARCHAR)
+ *     duckrank_native_edrc_preferences(system LIST(STRUCT), truth LIST(STRUCT), system_type VARCHAR,
+ *                                      truth_type VARCHAR, discount VARCHAR, likelihood DOUBLE)
+ *     duckrank_native_correlation(function VARCHAR, rec LIST, keys LIST, grades DOUBLE[])
+ *         -> DOUBLE
+ *
+ * each with current_setting('memory_limit') as an optional last argument. They compute, row by row,
+ * what the numpy kernels compute over Arrow batches (duckrank/metrics/preference.py and
+ * correlation.py hold the definitions; docs/preference.md the conventions), and the macros
+ * (duckrank/engines/python_udfs.py) call them when the extension is loaded and the ids are of a
+ * kind handled here: integers that fit a BIGINT (any mix of widths, compared by value), or VARCHAR
+ * on every side. `*_type` is typeof() of the preference argument, for the error naming it.
+ *
+ * Why native: the Python UDFs pay DuckDB's export of the arguments to Arrow (as much as the whole
+ * kernel for edrc) and numpy's per-call overhead on every truth layer. Here DuckDB's vectors are
+ * read in place and each row costs, for edrc, one hash (or direct-address) table of its ranked
+ * items, Kahn's layering of the considered truth preferences, the ancestor closure as bitsets
+ * along the edges (most of them skipped), descendant counts as the column sums of those bitsets,
+ * and popcounts: at most about (preferences x nodes / 64) word operations, in practice a fraction.
+ *
+ * Memory: each call holds one row's scratch at a time (tables, edges, graphs, bitsets: for edrc
+ * 16 to 32 bytes per ranked item and per preference, plus nodes^2 / 8 bytes per bit matrix: one
+ * for edrc, three for edrc_preferences), reused
+ * from row to row and freed at the end of the call. It is counted against memory_limit in an
+ * account of the database's calls to these functions, as match.c counts its own (its budget and
+ * byte formatting are copied here, as match.c keeps them private): a row that would take the
+ * calls past memory_limit fails with an error worded as DuckDB's "Out of Memory Error".
  */
 #define DUCKDB_EXTENSION_API_VERSION_MAJOR 1
 #define DUCKDB_EXTENSION_API_VERSION_MINOR 2
@@ -12,7 +40,1508 @@ DUCKDB_EXTENSION_EXTERN
 
 #include "preferences.h"
 
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- the memory account (as in match.c) ------------------------------------------------------ */
+
+typedef struct {
+	atomic_llong held;  /* bytes the calls running right now hold */
+	int64_t load_limit; /* memory_limit when the extension was loaded; INT64_MAX if unreadable */
+	atomic_int references;
+} budget;
+
+static void drop_budget(void *data) {
+	budget *b = (budget *)data;
+	if (atomic_fetch_sub(&b->references, 1) == 1) {
+		free(b);
+	}
+}
+
+/* memory_limit as current_setting() gives it ("476.8 MiB"), in bytes; -1 when it is not of that
+ * form. Parsed by hand: strtod follows the C locale's decimal point. */
+static int64_t parse_bytes(const char *text, idx_t length) {
+	static const struct {
+		const char *unit;
+		double factor;
+	} units[] = {{"bytes", 1.0}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+	             {"TiB", 1099511627776.0}, {"PiB", 1125899906842624.0}};
+	double value = 0.0, scale = 1.0;
+	idx_t i = 0;
+	int digits = 0, fraction = 0;
+	for (; i < length && ((text[i] >= '0' && text[i] <= '9') || (text[i] == '.' && !fraction)); i++) {
+		if (text[i] == '.') {
+			fraction = 1;
+		} else {
+			if (fraction) {
+				scale /= 10.0;
+				value += (text[i] - '0') * scale;
+			} else {
+				value = value * 10.0 + (text[i] - '0');
+			}
+			digits++;
+		}
+	}
+	while (i < length && text[i] == ' ') {
+		i++;
+	}
+	for (size_t u = 0; digits > 0 && u < sizeof(units) / sizeof(units[0]); u++) {
+		size_t unit_length = strlen(units[u].unit);
+		if (length - i == unit_length && memcmp(text + i, units[u].unit, unit_length) == 0) {
+			double bytes = value * units[u].factor;
+			return bytes >= 9.2e18 ? INT64_MAX : (int64_t)bytes;
+		}
+	}
+	return -1;
+}
+
+/* Bytes as DuckDB writes them in its errors: "0 bytes", "256.0 KiB", "476.8 MiB". */
+static void format_bytes(int64_t bytes, char out[32]) {
+	static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+	if (bytes < 1024) {
+		snprintf(out, 32, "%lld bytes", (long long)bytes);
+		return;
+	}
+	double value = (double)bytes / 1024.0;
+	int unit = 0;
+	while (value >= 1024.0 && unit < 4) {
+		value /= 1024.0;
+		unit++;
+	}
+	snprintf(out, 32, "%.1f %s", value, units[unit]);
+}
+
+/* A growable allocation of the scratch, kept from row to row. */
+typedef struct {
+	void *data;
+	size_t bytes;
+} buffer;
+
+/* A graph takes GRAPH_BUFFERS buffers from its first; edrc_preferences has two graphs. */
+#define GRAPH_BUFFERS 8
+typedef enum {
+	B_SLOTS, B_POSITION, B_EDGES, B_NODE_REF, B_IN_V, B_GRAPH,
+	B_BITS = B_GRAPH + 2 * GRAPH_BUFFERS, B_COUNT = B_BITS + 4
+} buffer_id;
+
+typedef struct {
+	budget *account;
+	int64_t limit;     /* memory_limit for this call, in bytes */
+	int64_t held;      /* this call's bytes in account->held */
+	int64_t refused;   /* the allocation memory_limit refused, and what was held then */
+	int64_t held_then;
+	int no_memory;     /* malloc itself failed */
+	buffer buffers[B_COUNT];
+} scratch;
+
+static int take(scratch *s, int64_t bytes) {
+	long long before = atomic_fetch_add(&s->account->held, bytes);
+	if (bytes > s->limit - before) {
+		atomic_fetch_sub(&s->account->held, bytes);
+		s->refused = bytes;
+		s->held_then = before;
+		return 0;
+	}
+	s->held += bytes;
+	return 1;
+}
+
+static void give_back(scratch *s, int64_t bytes) {
+	atomic_fetch_sub(&s->account->held, bytes);
+	s->held -= bytes;
+}
+
+/* Buffer `id` with room for `bytes` (its old content is not kept); NULL when memory_limit or malloc
+ * refuses. */
+static void *reserve(scratch *s, buffer_id id, size_t bytes) {
+	buffer *b = &s->buffers[id];
+	if (bytes <= b->bytes) {
+		return b->data;
+	}
+	size_t grown = b->bytes ? b->bytes : 1024;
+	while (grown < bytes) {
+		grown *= 2;
+	}
+	free(b->data);
+	b->data = NULL;
+	give_back(s, (int64_t)b->bytes);
+	b->bytes = 0;
+	if (!take(s, (int64_t)grown)) {
+		return NULL;
+	}
+	b->data = malloc(grown);
+	if (!b->data) {
+		give_back(s, (int64_t)grown);
+		s->no_memory = 1;
+		return NULL;
+	}
+	b->bytes = grown;
+	return b->data;
+}
+
+static void release(scratch *s) {
+	for (int i = 0; i < B_COUNT; i++) {
+		free(s->buffers[i].data);
+	}
+	give_back(s, s->held);
+}
+
+static void set_error(duckdb_function_info info, const char *name, const char *problem) {
+	char message[1024];
+	snprintf(message, sizeof(message), "%s: %s", name, problem);
+	duckdb_scalar_function_set_error(info, message);
+}
+
+/* The error of a row whose scratch could not be had, worded as match.c's. */
+static void memory_error(duckdb_function_info info, const char *name, const scratch *s, idx_t items) {
+	if (s->no_memory) {
+		set_error(info, name, "out of memory in the native preference step");
+		return;
+	}
+	char wanted[32], held[32], limit[32], problem[512];
+	format_bytes(s->refused, wanted);
+	format_bytes(s->held_then, held);
+	format_bytes(s->limit, limit);
+	snprintf(problem, sizeof(problem),
+	         "Out of Memory Error: the native preference step could not allocate %s for a row of %llu items "
+	         "(%s/%s used by it): that would exceed memory_limit. Increase it (SET memory_limit='...GB')",
+	         wanted, (unsigned long long)items, held, limit);
+	set_error(info, name, problem);
+}
+
+/* --- reading DuckDB's vectors ----------------------------------------------------------------- */
+
+static inline const char *string_data(const duckdb_string_t *s) {
+	return s->value.inlined.length <= 12 ? s->value.inlined.inlined : s->value.pointer.ptr;
+}
+
+static inline int is_valid(const uint64_t *validity, idx_t i) {
+	return !validity || (validity[i / 64] >> (i % 64)) & 1;
+}
+
+/* One list of ids: integers that fit an int64 (compared by value whatever their width) or
+ * VARCHAR. */
+typedef struct {
+	duckdb_type type;
+	const void *data;
+	const uint64_t *validity;
+} ids;
+
+static int fits_int64(duckdb_type type) {
+	switch (type) {
+	case DUCKDB_TYPE_TINYINT: case DUCKDB_TYPE_SMALLINT: case DUCKDB_TYPE_INTEGER: case DUCKDB_TYPE_BIGINT:
+	case DUCKDB_TYPE_UTINYINT: case DUCKDB_TYPE_USMALLINT: case DUCKDB_TYPE_UINTEGER:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static inline int64_t read_int(const ids *v, idx_t i) {
+	switch (v->type) {
+	case DUCKDB_TYPE_TINYINT: return ((const int8_t *)v->data)[i];
+	case DUCKDB_TYPE_SMALLINT: return ((const int16_t *)v->data)[i];
+	case DUCKDB_TYPE_INTEGER: return ((const int32_t *)v->data)[i];
+	case DUCKDB_TYPE_UTINYINT: return ((const uint8_t *)v->data)[i];
+	case DUCKDB_TYPE_USMALLINT: return ((const uint16_t *)v->data)[i];
+	case DUCKDB_TYPE_UINTEGER: return ((const uint32_t *)v->data)[i];
+	default: return ((const int64_t *)v->data)[i];
+	}
+}
+
+static int is_list(duckdb_vector vector) {
+	duckdb_logical_type type = duckdb_vector_get_column_type(vector);
+	int list = duckdb_get_type_id(type) == DUCKDB_TYPE_LIST;
+	duckdb_destroy_logical_type(&type);
+	return list;
+}
+
+static ids ids_of(duckdb_vector items) {
+	duckdb_logical_type type = duckdb_vector_get_column_type(items);
+	ids v = {duckdb_get_type_id(type), duckdb_vector_get_data(items), duckdb_vector_get_validity(items)};
+	duckdb_destroy_logical_type(&type);
+	return v;
+}
+
+/* 1 when every list holds integers fitting an int64, 2 when every one holds VARCHAR, 0 otherwise. */
+static int family_of(const ids *lists, int count) {
+	int integers = 1, strings = 1;
+	for (int i = 0; i < count; i++) {
+		integers &= fits_int64(lists[i].type);
+		strings &= lists[i].type == DUCKDB_TYPE_VARCHAR;
+	}
+	return integers ? 1 : strings ? 2 : 0;
+}
+
+/* An id as the errors show it, as Python's str() of an integer and repr() of a string give it
+ * (the Python path's wording): 42, 'b', "it's". */
+static void id_name(const ids *v, idx_t i, char *out, size_t size) {
+	if (v->type != DUCKDB_TYPE_VARCHAR) {
+		snprintf(out, size, "%lld", (long long)read_int(v, i));
+		return;
+	}
+	const duckdb_string_t *s = (const duckdb_string_t *)v->data + i;
+	const char *text = string_data(s);
+	uint32_t length = s->value.inlined.length;
+	char quote = memchr(text, '\'', length) && !memchr(text, '"', length) ? '"' : '\'';
+	size_t at = 0;
+	out[at++] = quote;
+	for (uint32_t c = 0; c < length && at + 6 < size; c++) {
+		unsigned char ch = (unsigned char)text[c];
+		if (ch == '\\' || ch == (unsigned char)quote) {
+			at += snprintf(out + at, size - at, "\\%c", ch);
+		} else if (ch == '\n' || ch == '\t' || ch == '\r') {
+			at += snprintf(out + at, size - at, "\\%c", ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r');
+		} else if (ch < 0x20 || ch == 0x7f) {
+			at += snprintf(out + at, size - at, "\\x%02x", ch);
+		} else {
+			out[at++] = (char)ch;
+		}
+	}
+	out[at++] = quote;
+	out[at] = '\0';
+}
+
+/* --- finding ids: a row's items, numbered, looked up by value ----------------------------------- */
+
+static inline uint64_t mix(uint64_t x) {
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static inline uint64_t hash_string(const duckdb_string_t *s) {
+	uint64_t words[2];
+	memcpy(words, s, 16);
+	uint32_t len = s->value.inlined.length;
+	if (len <= 12) { /* inlined and zero-padded: its 16 bytes identify it */
+		return mix(words[0] ^ mix(words[1]));
+	}
+	const unsigned char *p = (const unsigned char *)s->value.pointer.ptr;
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ len;
+	for (; len >= 8; len -= 8, p += 8) {
+		uint64_t chunk;
+		memcpy(&chunk, p, 8);
+		h = (h ^ chunk) * 0xff51afd7ed558ccdULL;
+	}
+	uint64_t tail = 0;
+	memcpy(&tail, p, len);
+	return mix(h ^ tail);
+}
+
+static inline int strings_equal(const duckdb_string_t *a, const duckdb_string_t *b) {
+	uint64_t x[2], y[2];
+	memcpy(x, a, 16);
+	memcpy(y, b, 16);
+	if (x[0] != y[0]) {
+		return 0;
+	}
+	if (a->value.inlined.length <= 12) {
+		return x[1] == y[1];
+	}
+	return memcmp(a->value.pointer.ptr, b->value.pointer.ptr, a->value.inlined.length) == 0;
+}
+
+typedef struct {
+	uint64_t key; /* an integer id, or a string's hash */
+	const duckdb_string_t *text;
+	int32_t value;
+	uint32_t used;
+} slot;
+
+/* A map from one row's ids to small numbers (int32, -1 for "absent"). Integer ids spanning a range
+ * of at most a few times the row's length are their own index into a direct-address table (item
+ * numbers of a catalogue: no hashing); other ids go to an open-addressing hash table (linear
+ * probing, at most a quarter full). */
+typedef struct {
+	int strings;
+	int direct;
+	int64_t low;
+	uint64_t span;
+	int32_t *table;
+	slot *slots;
+	uint64_t mask;
+} finder;
+
+/* An empty hash table for up to `count` ids (strings or integers). */
+static int start_hash(scratch *s, finder *f, int strings, idx_t count) {
+	uint64_t size = 64;
+	while (size < 4 * (uint64_t)count) {
+		size *= 2;
+	}
+	f->strings = strings;
+	f->direct = 0;
+	f->slots = (slot *)reserve(s, B_SLOTS, size * sizeof(slot));
+	if (!f->slots) {
+		return 0;
+	}
+	memset(f->slots, 0, size * sizeof(slot));
+	f->mask = size - 1;
+	return 1;
+}
+
+/* Sizes the finder for the ids of `v` at [offset, offset + count) and empties it. */
+static int start_finder(scratch *s, finder *f, const ids *v, idx_t offset, idx_t count) {
+	if (v->type != DUCKDB_TYPE_VARCHAR && count > 0) {
+		int64_t low = INT64_MAX, high = INT64_MIN;
+		for (idx_t i = offset; i < offset + count; i++) {
+			if (is_valid(v->validity, i)) {
+				int64_t id = read_int(v, i);
+				low = id < low ? id : low;
+				high = id > high ? id : high;
+			}
+		}
+		uint64_t span = low <= high ? (uint64_t)high - (uint64_t)low + 1 : 1;
+		if (span <= 4 * (uint64_t)count + 64) {
+			f->strings = 0;
+			f->direct = 1;
+			f->low = low <= high ? low : 0;
+			f->span = span;
+			f->table = (int32_t *)reserve(s, B_SLOTS, span * sizeof(int32_t));
+			if (!f->table) {
+				return 0;
+			}
+			memset(f->table, 0xff, span * sizeof(int32_t));
+			return 1;
+		}
+	}
+	return start_hash(s, f, v->type == DUCKDB_TYPE_VARCHAR, count);
+}
+
+/* The slot of id i of v: the one holding it, or the empty one where it would go. */
+static inline slot *slot_of(const finder *f, const ids *v, idx_t i) {
+	uint64_t key, at;
+	const duckdb_string_t *text = NULL;
+	if (f->strings) {
+		text = (const duckdb_string_t *)v->data + i;
+		key = hash_string(text);
+		at = key;
+	} else {
+		key = (uint64_t)read_int(v, i);
+		at = mix(key);
+	}
+	for (;; at++) {
+		slot *e = &f->slots[at & f->mask];
+		if (!e->used || (e->key == key && (!text || strings_equal(e->text, text)))) {
+			e->key = key;
+			e->text = text;
+			return e;
+		}
+	}
+}
+
+/* Where id i of v is numbered (-1 if it is not yet): a pointer to write its number through. */
+static inline int32_t *entry(const finder *f, const ids *v, idx_t i) {
+	if (f->direct) {
+		return &f->table[(uint64_t)read_int(v, i) - (uint64_t)f->low];
+	}
+	slot *e = slot_of(f, v, i);
+	if (!e->used) {
+		e->used = 1;
+		e->value = -1;
+	}
+	return &e->value;
+}
+
+/* The number of id i of v, -1 when absent (or NULL). */
+static inline int32_t find(const finder *f, const ids *v, idx_t i) {
+	if (!is_valid(v->validity, i)) {
+		return -1;
+	}
+	if (f->direct) {
+		uint64_t at = (uint64_t)read_int(v, i) - (uint64_t)f->low;
+		return at < f->span ? f->table[at] : -1;
+	}
+	uint64_t key, at;
+	const duckdb_string_t *text = NULL;
+	if (f->strings) {
+		text = (const duckdb_string_t *)v->data + i;
+		key = hash_string(text);
+		at = key;
+	} else {
+		key = (uint64_t)read_int(v, i);
+		at = mix(key);
+	}
+	for (;; at++) {
+		const slot *e = &f->slots[at & f->mask];
+		if (!e->used) {
+			return -1;
+		}
+		if (e->key == key && (!text || strings_equal(e->text, text))) {
+			return e->value;
+		}
+	}
+}
+
+/* The numbers of the ids of v at [offset, offset + count) into out (-1: absent or NULL). A direct
+ * table is read in one loop per id type (the type's switch taken once, not per id). */
+#define DIRECT_LOOP(T)                                                                             \
+	do {                                                                                           \
+		const T *data = (const T *)v->data + offset;                                               \
+		for (idx_t i = 0; i < count; i++) {                                                        \
+			uint64_t at = (uint64_t)(int64_t)data[i] - low;                                        \
+			out[i] = at < span ? table[at] : -1;                                                   \
+		}                                                                                          \
+	} while (0)
+
+static void find_all(const finder *f, const ids *v, idx_t offset, idx_t count, int32_t *out) {
+	if (!f->direct) {
+		for (idx_t i = 0; i < count; i++) {
+			out[i] = find(f, v, offset + i);
+		}
+		return;
+	}
+	const int32_t *table = f->table;
+	uint64_t low = (uint64_t)f->low, span = f->span;
+	switch (v->type) {
+	case DUCKDB_TYPE_TINYINT: DIRECT_LOOP(int8_t); break;
+	case DUCKDB_TYPE_SMALLINT: DIRECT_LOOP(int16_t); break;
+	case DUCKDB_TYPE_INTEGER: DIRECT_LOOP(int32_t); break;
+	case DUCKDB_TYPE_UTINYINT: DIRECT_LOOP(uint8_t); break;
+	case DUCKDB_TYPE_USMALLINT: DIRECT_LOOP(uint16_t); break;
+	case DUCKDB_TYPE_UINTEGER: DIRECT_LOOP(uint32_t); break;
+	default: DIRECT_LOOP(int64_t); break;
+	}
+	if (v->validity) {
+		for (idx_t i = 0; i < count; i++) {
+			out[i] = is_valid(v->validity, offset + i) ? out[i] : -1;
+		}
+	}
+}
+
+/* --- the truth and system graphs --------------------------------------------------------------- */
+
+/* Edges between a row's nodes 0..n-1, grouped both ways, and Kahn's topological order; level = R
+ * (1 on sources, else 1 + the longest path from a source). Each node's parents are in descending
+ * topological order (once every node is placed), which lets the ancestor closure skip most edges
+ * (see `closure`). */
+typedef struct {
+	idx_t n, m, placed;
+	int32_t *start;   /* n + 1: node u's children are targets[start[u] .. start[u + 1]) */
+	int32_t *targets;
+	int32_t *parent_start; /* n + 1: node u's parents are parents[parent_start[u] .. [u + 1]) */
+	int32_t *parents;
+	int32_t *order;   /* the placed nodes, topological order */
+	int32_t *level;
+	int32_t *waiting; /* unplaced parents per node; > 0 after the layering only on or after a cycle */
+	int32_t *position; /* per node: its index in `order` (once every node is placed) */
+} graph;
+
+/* Builds g from edges (from[e] preferred to to[e]) with GRAPH_BUFFERS of the scratch's buffers
+ * from `first`. */
+static int build_graph(scratch *s, buffer_id first, idx_t n, const int32_t *from, const int32_t *to, idx_t m,
+                       graph *g) {
+	g->n = n;
+	g->m = m;
+	g->start = (int32_t *)reserve(s, first, (n + 1) * sizeof(int32_t));
+	g->targets = (int32_t *)reserve(s, first + 1, (m + 1) * sizeof(int32_t));
+	g->order = (int32_t *)reserve(s, first + 2, (n + 1) * sizeof(int32_t));
+	g->level = (int32_t *)reserve(s, first + 3, (n + 1) * sizeof(int32_t));
+	g->waiting = (int32_t *)reserve(s, first + 4, (n + 1) * sizeof(int32_t));
+	g->parent_start = (int32_t *)reserve(s, first + 5, (n + 1) * sizeof(int32_t));
+	g->parents = (int32_t *)reserve(s, first + 6, (m + 1) * sizeof(int32_t));
+	g->position = (int32_t *)reserve(s, first + 7, (n + 1) * sizeof(int32_t));
+	if (!g->start || !g->targets || !g->order || !g->level || !g->waiting || !g->parent_start || !g->parents ||
+	    !g->position) {
+		return 0;
+	}
+	memset(g->start, 0, (n + 1) * sizeof(int32_t));
+	memset(g->parent_start, 0, (n + 1) * sizeof(int32_t));
+	for (idx_t e = 0; e < m; e++) {
+		g->start[from[e] + 1]++;
+		g->parent_start[to[e] + 1]++;
+	}
+	for (idx_t u = 0; u < n; u++) {
+		g->start[u + 1] += g->start[u];
+		g->waiting[u] = g->parent_start[u + 1];
+		g->parent_start[u + 1] += g->parent_start[u];
+	}
+	/* Fill each group from its end (level serves as the cursor), keeping the edges' order. */
+	for (idx_t u = 0; u < n; u++) {
+		g->level[u] = g->start[u + 1];
+	}
+	for (idx_t e = m; e-- > 0;) {
+		g->targets[--g->level[from[e]]] = to[e];
+	}
+	idx_t tail = 0;
+	for (idx_t u = 0; u < n; u++) {
+		g->level[u] = 1;
+		if (g->waiting[u] == 0) {
+			g->order[tail++] = (int32_t)u;
+		}
+	}
+	for (idx_t head = 0; head < tail; head++) {
+		int32_t u = g->order[head], next_level = g->level[u] + 1;
+		for (int32_t e = g->start[u]; e < g->start[u + 1]; e++) {
+			int32_t t = g->targets[e], level = g->level[t];
+			g->level[t] = level > next_level ? level : next_level; /* a max, not a branch */
+			/* Parents are placed in topological order and listed from the end of their group. */
+			g->parents[g->parent_start[t] + g->waiting[t] - 1] = u;
+			if (--g->waiting[t] == 0) {
+				g->order[tail++] = t;
+			}
+		}
+	}
+	g->placed = tail;
+	if (tail == n) {
+		for (idx_t k = 0; k < n; k++) {
+			g->position[g->order[k]] = (int32_t)k;
+		}
+	}
+	return 1;
+}
+
+/* The nodes of one cycle among those the layering left unplaced, each preferred to the next, into
+ * `cycle` (n entries); returns their number. The walk follows, backwards, the last edge into each
+ * node (as the Python path does), so it must come back to a node already seen. */
+static idx_t find_cycle(const graph *g, const int32_t *from, const int32_t *to, int32_t *cycle) {
+	int32_t *predecessor = g->level; /* no longer needed: the error ends the call */
+	int32_t *seen = g->order;
+	int32_t start = -1;
+	for (idx_t u = 0; u < g->n; u++) {
+		predecessor[u] = -1;
+		seen[u] = -1;
+	}
+	for (idx_t e = 0; e < g->m; e++) {
+		if (g->waiting[from[e]] > 0 && g->waiting[to[e]] > 0) {
+			predecessor[to[e]] = from[e];
+			start = start < 0 ? to[e] : start;
+		}
+	}
+	idx_t walked = 0;
+	int32_t node = start;
+	while (seen[node] < 0) {
+		seen[node] = (int32_t)walked;
+		cycle[walked++] = node;
+		node = predecessor[node];
+	}
+	idx_t first = (idx_t)seen[node], length = walked - first;
+	for (idx_t i = 0; i < length / 2; i++) { /* reversed: each preferred to the next */
+		int32_t t = cycle[first + i];
+		cycle[first + i] = cycle[walked - 1 - i];
+		cycle[walked - 1 - i] = t;
+	}
+	memmove(cycle, cycle + first, length * sizeof(int32_t));
+	return length;
+}
+
+/* Reflexive closure bitsets (n x words), node u's bit being bit[u]: each node's own bit and its
+ * ancestors' (with `ancestors`; else its descendants'), a node's set being the OR of its parents'
+ * (children's) sets, taken in topological order (reversed) so that those are final when read. A
+ * parent whose bit the set already holds is skipped: it came with the final set of another
+ * parent, which holds all of its ancestors. Parents are taken nearest first, so in a dense graph
+ * most edges are skipped (children, for descendants, come in the edges' order). With `ranged` (bit = g's own topological
+ * positions), ancestors' bits lie below a node's own and descendants' above it, so only those
+ * words are ORed. */
+static void closure(const graph *g, const int32_t *bit, int ranged, uint64_t *sets, idx_t words,
+                    int ancestors) {
+	for (idx_t u = 0; u < g->n; u++) { /* only the words a set can use need zeroing */
+		idx_t word = (idx_t)bit[u] / 64, from = ranged && !ancestors ? word : 0;
+		idx_t to = ranged && ancestors ? word + 1 : words;
+		memset(sets + u * words + from, 0, (to - from) * sizeof(uint64_t));
+		sets[u * words + word] = (uint64_t)1 << (bit[u] % 64);
+	}
+	const int32_t *start = ancestors ? g->parent_start : g->start;
+	const int32_t *sources = ancestors ? g->parents : g->targets;
+	for (idx_t k = 0; k < g->n; k++) {
+		int32_t u = g->order[ancestors ? k : g->n - 1 - k];
+		uint64_t *restrict own = sets + (idx_t)u * words;
+		for (int32_t e = start[u]; e < start[u + 1]; e++) {
+			int32_t v = sources[e];
+			idx_t word = (idx_t)bit[v] / 64;
+			if ((own[word] >> (bit[v] % 64)) & 1) {
+				continue;
+			}
+			const uint64_t *restrict other = sets + (idx_t)v * words;
+			idx_t from = ranged && !ancestors ? word : 0, to = ranged && ancestors ? word + 1 : words;
+			for (idx_t w = from; w < to; w++) {
+				own[w] |= other[w];
+			}
+		}
+	}
+}
+
+/* For each bit position b (0 .. 64 * words - 1), into counts[b]: how many of the n sets hold it,
+ * the set of node u using its words up to bit[u]'s (ancestor sets numbered by topological
+ * position). Vertical counters kept bit-sliced (plane k of a word holds bit k of its 64
+ * counters): adding a word is a carry chain through every plane, two operations each, rather
+ * than a second closure over the edges for the descendants. `planes` holds words x (bits of n) words. */
+static void column_counts(const uint64_t *sets, idx_t n, idx_t words, const int32_t *bit, uint64_t *planes,
+                          int32_t *counts) {
+	idx_t depth = 1;
+	while (((idx_t)1 << depth) <= n) {
+		depth++;
+	}
+	memset(planes, 0, words * depth * sizeof(uint64_t));
+	for (idx_t u = 0; u < n; u++) {
+		const uint64_t *row = sets + u * words;
+		for (idx_t w = 0; w <= (idx_t)bit[u] / 64; w++) {
+			uint64_t carry = row[w], *plane = planes + w * depth;
+			for (idx_t k = 0; k < depth; k++) { /* every plane: no branch to mispredict */
+				uint64_t next = plane[k] & carry;
+				plane[k] ^= carry;
+				carry = next;
+			}
+		}
+	}
+	for (idx_t w = 0; w < words; w++) {
+		for (idx_t b = 0; b < 64; b++) {
+			int32_t count = 0;
+			for (idx_t k = 0; k < depth; k++) {
+				count |= (int32_t)((planes[w * depth + k] >> b) & 1) << k;
+			}
+			counts[w * 64 + b] = count;
+		}
+	}
+}
+
+/* The baseline x86-64 target has no popcount instruction (__builtin_popcountll is then a call
+ * into libgcc): on x86-64 Linux the function that counts bits is compiled twice, with and without
+ * it, and the loader picks the one the CPU runs (GCC and clang's target_clones). */
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+#define WITH_POPCNT __attribute__((target_clones("popcnt", "default")))
+#else
+#define WITH_POPCNT
+#endif
+
+static inline int64_t popcount64(uint64_t x) {
+	return __builtin_popcountll(x);
+}
+
+static inline int64_t popcount(const uint64_t *a, idx_t words) {
+	int64_t count = 0;
+	for (idx_t w = 0; w < words; w++) {
+		count += popcount64(a[w]);
+	}
+	return count;
+}
+
+static inline int64_t popcount_and(const uint64_t *a, const uint64_t *b, idx_t words) {
+	int64_t count = 0;
+	for (idx_t w = 0; w < words; w++) {
+		count += popcount64(a[w] & b[w]);
+	}
+	return count;
+}
+
+/* --- edrc ------------------------------------------------------------------------------------ */
+
+static const char *DISCOUNTS[] = {"linear", "logarithmic", "exponential", "ap"};
+
+static double discounted(int kind, double rank) {
+	switch (kind) {
+	case 0: return rank;
+	case 1: return log2(1.0 + rank);
+	case 2: return exp2(rank);
+	default: return rank - 1.0;
+	}
+}
+
+/* The discount of a row: its index in DISCOUNTS, or -1 with the error set. */
+static int discount_of(duckdb_function_info info, const char *name, const duckdb_string_t *text) {
+	const char *data = string_data(text);
+	uint32_t length = text->value.inlined.length;
+	for (int kind = 0; kind < 4; kind++) {
+		if (strlen(DISCOUNTS[kind]) == length && memcmp(DISCOUNTS[kind], data, length) == 0) {
+			return kind;
+		}
+	}
+	char problem[256];
+	snprintf(problem, sizeof(problem),
+	         "discount must be one of linear, logarithmic, exponential, ap; got '%.*s'",
+	         length > 64 ? 64 : (int)length, data);
+	set_error(info, name, problem);
+	return -1;
+}
+
+/* A list-of-two-field-structs argument: the list entries, its validity and its structs' items. */
+typedef struct {
+	const duckdb_list_entry *entries;
+	const uint64_t *valid;       /* rows */
+	const uint64_t *pair_valid;  /* structs */
+	ids better, worse;
+} pairs;
+
+/* Reads a preference argument; 0 (error set) unless it is a list of two-field structs. */
+static int pairs_of(duckdb_function_info info, const char *name, const char *argument, duckdb_vector list,
+                    duckdb_vector type_name, pairs *out) {
+	duckdb_logical_type type = duckdb_vector_get_column_type(list);
+	int ok = duckdb_get_type_id(type) == DUCKDB_TYPE_LIST;
+	if (ok) {
+		duckdb_logical_type child = duckdb_list_type_child_type(type);
+		ok = duckdb_get_type_id(child) == DUCKDB_TYPE_STRUCT && duckdb_struct_type_child_count(child) == 2;
+		duckdb_destroy_logical_type(&child);
+	}
+	duckdb_destroy_logical_type(&type);
+	if (!ok) {
+		const duckdb_string_t *text = (const duckdb_string_t *)duckdb_vector_get_data(type_name);
+		char problem[512];
+		snprintf(problem, sizeof(problem),
+		         "%s must be a list of two-field structs (preferred item, other item); got %.*s", argument,
+		         text->value.inlined.length > 300 ? 300 : (int)text->value.inlined.length, string_data(text));
+		set_error(info, name, problem);
+		return 0;
+	}
+	duckdb_vector structs = duckdb_list_vector_get_child(list);
+	out->entries = (const duckdb_list_entry *)duckdb_vector_get_data(list);
+	out->valid = duckdb_vector_get_validity(list);
+	out->pair_valid = duckdb_vector_get_validity(structs);
+	out->better = ids_of(duckdb_struct_vector_get_child(structs, 0));
+	out->worse = ids_of(duckdb_struct_vector_get_child(structs, 1));
+	return 1;
+}
+
+/* Both items of preference i named (not NULL, nor a NULL struct). */
+static inline int named(const pairs *p, idx_t i) {
+	return is_valid(p->pair_valid, i) && is_valid(p->better.validity, i) && is_valid(p->worse.validity, i);
+}
+
+/* A row's nodes: where each came from (its list and index), to name it in an error. */
+typedef struct {
+	const ids *lists[2];
+	int64_t *refs; /* per node: 2 * index + list */
+} node_names;
+
+static void name_node(const node_names *names, int32_t node, char *out, size_t size) {
+	int64_t ref = names->refs[node];
+	id_name(names->lists[ref & 1], (idx_t)(ref >> 1), out, size);
+}
+
+static void cycle_error(duckdb_function_info info, const char *name, const char *side, const graph *g,
+                        const int32_t *from, const int32_t *to, const node_names *names) {
+	int32_t *cycle = (int32_t *)malloc((g->n + 1) * sizeof(int32_t));
+	if (!cycle) {
+		set_error(info, name, "out of memory in the native preference step");
+		return;
+	}
+	idx_t length = find_cycle(g, from, to, cycle);
+	char problem[900], item[128];
+	size_t at = (size_t)snprintf(problem, sizeof(problem), "%s preferences have a cycle: ", side);
+	for (idx_t i = 0; i <= length && at < sizeof(problem) - 140; i++) {
+		name_node(names, cycle[i % length], item, sizeof(item));
+		at += (size_t)snprintf(problem + at, sizeof(problem) - at, i ? " > %s" : "%s", item);
+	}
+	free(cycle);
+	set_error(info, name, problem);
+}
+
+static void self_error(duckdb_function_info info, const char *name, const char *side, const ids *list, idx_t i) {
+	char problem[256], item[128];
+	id_name(list, i, item, sizeof(item));
+	snprintf(problem, sizeof(problem), "%s prefers item %s to itself (a cycle of one item)", side, item);
+	set_error(info, name, problem);
+}
+
+/* The row's truth preferences between two items `f` numbers (its `t` entries), into from/to (room
+ * for t.length each); returns their number, or -1 with the error set for an item preferred to
+ * itself. A NULL preference or one with a NULL item is left out (its item finds no number). */
+static int64_t considered(duckdb_function_info info, const char *name, const finder *f, const pairs *truth,
+                          duckdb_list_entry t, int32_t *from, int32_t *to) {
+	find_all(f, &truth->better, t.offset, t.length, from);
+	find_all(f, &truth->worse, t.offset, t.length, to);
+	idx_t m = 0;
+	for (idx_t i = 0; i < t.length; i++) {
+		int32_t a = from[i], b = to[i];
+		if (a < 0 || b < 0 || !is_valid(truth->pair_valid, t.offset + i)) {
+			continue; /* a preference about an unranked item is not considered */
+		}
+		if (a == b) {
+			self_error(info, name, "truth", &truth->better, t.offset + i);
+			return -1;
+		}
+		from[m] = a;
+		to[m] = b;
+		m++;
+	}
+	return (int64_t)m;
+}
+
+/* The EDRC of one row from its nodes (0..n-1), the truth edges and, for edrc_preferences, the
+ * system's graph (NULL: nodes are numbered in the system's ranked order). in_v marks the nodes of
+ * V (NULL: all). 0 with the error set on a cycle or when memory runs out; *value NAN when Z = 0. */
+typedef struct {
+	duckdb_function_info info;
+	const char *name;
+	scratch *s;
+	idx_t items; /* the row's size, for a memory error */
+} row_context;
+
+WITH_POPCNT static int edrc_row(row_context *c, idx_t n, const int32_t *from, const int32_t *to, idx_t m,
+                    const graph *system, const int32_t *system_from, const int32_t *system_to,
+                    const uint8_t *in_v, const node_names *names, int kind, double likelihood,
+                    double *value) {
+	*value = NAN;
+	graph truth;
+	if (!build_graph(c->s, B_GRAPH, n, from, to, m, &truth)) {
+		memory_error(c->info, c->name, c->s, c->items);
+		return 0;
+	}
+	if (truth.placed < n) {
+		cycle_error(c->info, c->name, "truth", &truth, from, to, names);
+		return 0;
+	}
+	if (system && system->placed < n) {
+		cycle_error(c->info, c->name, "system", system, system_from, system_to, names);
+		return 0;
+	}
+	if (m == 0) {
+		return 1;
+	}
+	idx_t words = (n + 63) / 64, size = n * words * sizeof(uint64_t);
+	uint64_t *ancestors = (uint64_t *)reserve(c->s, B_BITS, size);
+	idx_t depth = 33; /* planes of column_counts: the bits of n, at most */
+	uint64_t *planes = (uint64_t *)reserve(c->s, B_BITS + 1, words * (depth + 32) * sizeof(uint64_t));
+	uint64_t *system_above = (uint64_t *)reserve(c->s, B_BITS + 2, system ? size : words * sizeof(uint64_t));
+	uint64_t *system_below = system ? (uint64_t *)reserve(c->s, B_BITS + 3, size) : NULL, *earlier = NULL;
+	if (!ancestors || !planes || !system_above || (system && !system_below)) {
+		memory_error(c->info, c->name, c->s, c->items);
+		return 0;
+	}
+	/* Bits are numbered by the truth's topological order (`ranged` for its own closures); the
+	 * system's sets use the same numbering. */
+	const int32_t *bit = truth.position;
+	closure(&truth, bit, 1, ancestors, words, 1);
+	/* 1 + each node's number of descendants, by its bit: the sets holding that bit */
+	int32_t *holders = (int32_t *)(planes + words * depth);
+	column_counts(ancestors, n, words, bit, planes, holders);
+	if (system) {
+		closure(system, bit, 0, system_above, words, 1);
+		closure(system, bit, 0, system_below, words, 0);
+	} else { /* the nodes ranked before the current one, filled as the loop below goes */
+		earlier = system_above;
+		memset(earlier, 0, words * sizeof(uint64_t));
+	}
+	idx_t v_size = n;
+	if (in_v) {
+		v_size = 0;
+		for (idx_t v = 0; v < n; v++) {
+			v_size += in_v[v];
+		}
+	}
+	/* Summed in node order, as the Python kernel's bincount sums them. */
+	double numerator = 0.0, normaliser = 0.0;
+	for (idx_t v = 0; v < n; v++) {
+		/* v's ancestors' bits lie in its set's words up to its own, its descendants' from it */
+		idx_t word = (idx_t)bit[v] / 64, low = word + 1;
+		const uint64_t *own = ancestors + v * words;
+		int64_t above = popcount(own, low) - 1, agree = 0, unordered = 0;
+		if (!system) { /* the ancestors ranked earlier */
+			agree = popcount_and(own, earlier, low);
+			earlier[word] |= (uint64_t)1 << (bit[v] % 64);
+		}
+		if (above <= 0) {
+			continue; /* a source of V, or a node outside it */
+		}
+		int64_t below = holders[bit[v]] - 1;
+		if (system) {
+			agree = popcount_and(own, system_above + v * words, low) - 1;
+			unordered = above - agree - (popcount_and(own, system_below + v * words, low) - 1);
+		}
+		int64_t w_size = (int64_t)v_size - 1 - below, unknown = w_size - above;
+		double d = discounted(kind, (double)truth.level[v]);
+		numerator += ((double)agree + likelihood * (double)unordered + 0.5 * (double)unknown) / d;
+		normaliser += (double)w_size / d;
+	}
+	if (normaliser > 0) {
+		*value = 2.0 * numerator / normaliser - 1.0;
+	}
+	return 1;
+}
+
+static budget *account_of(duckdb_function_info info) {
+	return (budget *)duckdb_scalar_function_get_extra_info(info);
+}
+
+/* memory_limit for a call: the optional argument after `arguments` ones, else its value at load;
+ * -1 with the error set when the argument is not a size. */
+static int64_t limit_of(duckdb_function_info info, const char *name, duckdb_data_chunk input, idx_t arguments) {
+	if (duckdb_data_chunk_get_column_count(input) > arguments && duckdb_data_chunk_get_size(input) > 0) {
+		duckdb_vector setting = duckdb_data_chunk_get_vector(input, arguments);
+		if (is_valid(duckdb_vector_get_validity(setting), 0)) {
+			const duckdb_string_t *text = (const duckdb_string_t *)duckdb_vector_get_data(setting);
+			uint32_t length = text->value.inlined.length;
+			int64_t limit = parse_bytes(string_data(text), length);
+			if (limit < 0) {
+				char problem[160];
+				snprintf(problem, sizeof(problem),
+				         "memory_limit '%.*s' is not a size as current_setting('memory_limit') gives it",
+				         length > 64 ? 64 : (int)length, string_data(text));
+				set_error(info, name, problem);
+			}
+			return limit;
+		}
+	}
+	return account_of(info)->load_limit;
+}
+
+static scratch new_scratch(duckdb_function_info info, int64_t limit) {
+	scratch s;
+	memset(&s, 0, sizeof(s));
+	s.account = account_of(info);
+	s.limit = limit;
+	return s;
+}
+
+static void set_null(duckdb_vector output, idx_t row) {
+	duckdb_vector_ensure_validity_writable(output);
+	duckdb_validity_set_row_invalid(duckdb_vector_get_validity(output), row);
+}
+
+static const char NOT_HANDLED[] = "these id types are not handled by the native preference step";
+
+/* edrc(rec, truth, discount): nodes are the items of V in rec's order (first occurrences). */
+static void edrc_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output) {
+	const char *name = "edrc";
+	idx_t rows = duckdb_data_chunk_get_size(input);
+	if (rows == 0) {
+		return;
+	}
+	duckdb_vector rec_vector = duckdb_data_chunk_get_vector(input, 0);
+	duckdb_vector discount_vector = duckdb_data_chunk_get_vector(input, 3);
+	pairs truth;
+	if (!pairs_of(info, name, "truth", duckdb_data_chunk_get_vector(input, 1),
+	              duckdb_data_chunk_get_vector(input, 2), &truth)) {
+		return;
+	}
+	if (!is_list(rec_vector)) {
+		set_error(info, name, "rec must be a list");
+		return;
+	}
+	ids rec = ids_of(duckdb_list_vector_get_child(rec_vector));
+	ids lists[3] = {rec, truth.better, truth.worse};
+	if (!family_of(lists, 3)) {
+		set_error(info, name, NOT_HANDLED);
+		return;
+	}
+	int64_t limit = limit_of(info, name, input, 4);
+	if (limit < 0) {
+		return;
+	}
+	const duckdb_list_entry *rec_entries = (const duckdb_list_entry *)duckdb_vector_get_data(rec_vector);
+	const uint64_t *rec_valid = duckdb_vector_get_validity(rec_vector);
+	const duckdb_string_t *discounts = (const duckdb_string_t *)duckdb_vector_get_data(discount_vector);
+	const uint64_t *discount_valid = duckdb_vector_get_validity(discount_vector);
+	double *out = (double *)duckdb_vector_get_data(output);
+
+	scratch s = new_scratch(info, limit);
+	row_context c = {info, name, &s, 0};
+	for (idx_t row = 0; row < rows; row++) {
+		out[row] = 0.0;
+		if (!is_valid(rec_valid, row) || !is_valid(truth.valid, row) || !is_valid(discount_valid, row)) {
+			set_null(output, row);
+			continue;
+		}
+		int kind = discount_of(info, name, &discounts[row]);
+		if (kind < 0) {
+			break;
+		}
+		duckdb_list_entry r = rec_entries[row], t = truth.entries[row];
+		c.items = r.length + t.length;
+		finder f;
+		/* position: per rec position, -1, or the node it becomes; from/to: the edges, first as
+		 * positions, then as nodes. */
+		int32_t *position = (int32_t *)reserve(&s, B_POSITION, (r.length + 1) * sizeof(int32_t));
+		int32_t *edges = (int32_t *)reserve(&s, B_EDGES, (2 * t.length + 1) * sizeof(int32_t));
+		int64_t *refs = (int64_t *)reserve(&s, B_NODE_REF, (r.length + 1) * sizeof(int64_t));
+		if (!position || !edges || !refs || !start_finder(&s, &f, &rec, r.offset, r.length)) {
+			memory_error(info, name, &s, c.items);
+			break;
+		}
+		for (idx_t i = 0; i < r.length; i++) {
+			position[i] = -1;
+			if (is_valid(rec.validity, r.offset + i)) {
+				int32_t *at = entry(&f, &rec, r.offset + i);
+				if (*at < 0) {
+					*at = (int32_t)i; /* the first occurrence counts */
+				}
+			}
+		}
+		int32_t *from = edges, *to = edges + t.length;
+		int64_t considered_count = considered(info, name, &f, &truth, t, from, to);
+		if (considered_count < 0) {
+			break;
+		}
+		idx_t m = (idx_t)considered_count;
+		for (idx_t e = 0; e < m; e++) {
+			position[from[e]] = position[to[e]] = 0; /* in V */
+		}
+		idx_t n = 0;
+		for (idx_t i = 0; i < r.length; i++) {
+			if (position[i] == 0) {
+				refs[n] = (int64_t)(r.offset + i) * 2;
+				position[i] = (int32_t)n++;
+			}
+		}
+		for (idx_t e = 0; e < m; e++) {
+			from[e] = position[from[e]];
+			to[e] = position[to[e]];
+		}
+		node_names names = {{&rec, &rec}, refs};
+		if (!edrc_row(&c, n, from, to, m, NULL, NULL, NULL, NULL, &names, kind, 0.5, &out[row])) {
+			break;
+		}
+		if (isnan(out[row])) {
+			set_null(output, row);
+		}
+	}
+	release(&s);
+}
+
+/* edrc_preferences(system, truth, discount, likelihood): nodes are the system's items, numbered
+ * by first appearance among its preferred items, then among its other items (as the Python path
+ * numbers them, so that the sums run in the same order). */
+static void edrc_preferences_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output) {
+	const char *name = "edrc_preferences";
+	idx_t rows = duckdb_data_chunk_get_size(input);
+	if (rows == 0) {
+		return;
+	}
+	pairs system, truth;
+	if (!pairs_of(info, name, "system", duckdb_data_chunk_get_vector(input, 0),
+	              duckdb_data_chunk_get_vector(input, 2), &system) ||
+	    !pairs_of(info, name, "truth", duckdb_data_chunk_get_vector(input, 1),
+	              duckdb_data_chunk_get_vector(input, 3), &truth)) {
+		return;
+	}
+	ids lists[4] = {system.better, system.worse, truth.better, truth.worse};
+	if (!family_of(lists, 4)) {
+		set_error(info, name, NOT_HANDLED);
+		return;
+	}
+	int64_t limit = limit_of(info, name, input, 6);
+	if (limit < 0) {
+		return;
+	}
+	duckdb_vector discount_vector = duckdb_data_chunk_get_vector(input, 4);
+	duckdb_vector likelihood_vector = duckdb_data_chunk_get_vector(input, 5);
+	const duckdb_string_t *discounts = (const duckdb_string_t *)duckdb_vector_get_data(discount_vector);
+	const uint64_t *discount_valid = duckdb_vector_get_validity(discount_vector);
+	const double *likelihoods = (const double *)duckdb_vector_get_data(likelihood_vector);
+	const uint64_t *likelihood_valid = duckdb_vector_get_validity(likelihood_vector);
+	double *out = (double *)duckdb_vector_get_data(output);
+
+	scratch s = new_scratch(info, limit);
+	row_context c = {info, name, &s, 0};
+	for (idx_t row = 0; row < rows; row++) {
+		out[row] = 0.0;
+		if (!is_valid(system.valid, row) || !is_valid(truth.valid, row) || !is_valid(discount_valid, row) ||
+		    !is_valid(likelihood_valid, row) || isnan(likelihoods[row])) {
+			set_null(output, row);
+			continue;
+		}
+		int kind = discount_of(info, name, &discounts[row]);
+		if (kind < 0) {
+			break;
+		}
+		double likelihood = likelihoods[row];
+		if (!(likelihood >= 0.0 && likelihood <= 1.0)) {
+			char problem[128];
+			snprintf(problem, sizeof(problem), "likelihood must lie in [0, 1]; got %.17g", likelihood);
+			/* As Python prints a float: the shortest form that reads back, with a decimal point. */
+			for (int digits = 1; digits <= 17; digits++) {
+				char shortest[40];
+				snprintf(shortest, sizeof(shortest), "%.*g", digits, likelihood);
+				if (strtod(shortest, NULL) == likelihood) {
+					int plain = !strpbrk(shortest, ".eni");
+					snprintf(problem, sizeof(problem), "likelihood must lie in [0, 1]; got %s%s", shortest,
+					         plain ? ".0" : "");
+					break;
+				}
+			}
+			set_error(info, name, problem);
+			break;
+		}
+		duckdb_list_entry sys = system.entries[row], t = truth.entries[row];
+		c.items = 2 * sys.length + t.length;
+		finder f;
+		int32_t *edges = (int32_t *)reserve(&s, B_EDGES, (2 * (sys.length + t.length) + 1) * sizeof(int32_t));
+		int64_t *refs = (int64_t *)reserve(&s, B_NODE_REF, (2 * sys.length + 1) * sizeof(int64_t));
+		uint8_t *in_v = (uint8_t *)reserve(&s, B_IN_V, 2 * sys.length + 1);
+		/* Hashed: a direct-address table would need the range of both sides' items. */
+		if (!edges || !refs || !in_v || !start_hash(&s, &f, system.better.type == DUCKDB_TYPE_VARCHAR, 2 * sys.length)) {
+			memory_error(info, name, &s, c.items);
+			break;
+		}
+		int32_t *s_from = edges, *s_to = edges + sys.length;
+		idx_t n = 0, sm = 0;
+		int failed = 0;
+		for (int side = 0; side < 2 && !failed; side++) {
+			const ids *list = side ? &system.worse : &system.better;
+			for (idx_t i = sys.offset; i < sys.offset + sys.length; i++) {
+				if (!named(&system, i)) {
+					continue;
+				}
+				int32_t *at = entry(&f, list, i);
+				if (*at < 0) {
+					refs[n] = (int64_t)i * 2 + side;
+					*at = (int32_t)n++;
+				}
+			}
+		}
+		for (idx_t i = sys.offset; i < sys.offset + sys.length; i++) {
+			if (!named(&system, i)) {
+				continue;
+			}
+			s_from[sm] = find(&f, &system.better, i);
+			s_to[sm] = find(&f, &system.worse, i);
+			if (s_from[sm] == s_to[sm]) {
+				self_error(info, name, "system", &system.better, i);
+				failed = 1;
+				break;
+			}
+			sm++;
+		}
+		if (failed) {
+			break;
+		}
+		int32_t *from = edges + 2 * sys.length, *to = from + t.length;
+		int64_t considered_count = considered(info, name, &f, &truth, t, from, to);
+		if (considered_count < 0) {
+			break;
+		}
+		idx_t m = (idx_t)considered_count;
+		memset(in_v, 0, n);
+		for (idx_t e = 0; e < m; e++) {
+			in_v[from[e]] = in_v[to[e]] = 1;
+		}
+		graph system_graph;
+		if (!build_graph(&s, B_GRAPH + GRAPH_BUFFERS, n, s_from, s_to, sm, &system_graph)) {
+			memory_error(info, name, &s, c.items);
+			break;
+		}
+		node_names names = {{&system.better, &system.worse}, refs};
+		if (!edrc_row(&c, n, from, to, m, &system_graph, s_from, s_to, in_v, &names, kind, likelihood,
+		              &out[row])) {
+			break;
+		}
+		if (isnan(out[row])) {
+			set_null(output, row);
+		}
+	}
+	release(&s);
+}
+
+/* --- rank correlations ------------------------------------------------------------------------ */
+
+static int compare_doubles(const void *a, const void *b) {
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+typedef enum { SPEARMAN, KENDALL_TAU, AP_CORRELATION, FCP } correlation;
+
+/* Per compared item of a row: how many items have a higher grade, and an equal one (itself
+ * included), in the whole row and among the items above it. */
+typedef struct {
+	int32_t *higher, *equal, *higher_above, *equal_above;
+} pair_counts;
+
+/* Rows of at most this many compared items compare every pair (no sort: the common case of short
+ * graded lists); longer rows sort, O(n log n). */
+#define PAIRWISE_ITEMS 48
+
+static void count_pairwise(const double *g, idx_t n, const pair_counts *out) {
+	for (idx_t i = 0; i < n; i++) {
+		int32_t higher = 0, equal = 0, higher_above = 0, equal_above = 0;
+		for (idx_t j = 0; j < n; j++) {
+			int32_t is_higher = g[j] > g[i], is_equal = g[j] == g[i], above = j < i;
+			higher += is_higher;
+			equal += is_equal;
+			higher_above += is_higher & above;
+			equal_above += is_equal & above;
+		}
+		out->higher[i] = higher;
+		out->equal[i] = equal;
+		out->higher_above[i] = higher_above;
+		out->equal_above[i] = equal_above;
+	}
+}
+
+/* The same with one sort of the grades and a Fenwick tree over their dense ranks. `sorted` holds n
+ * doubles, `scratch` 4n + 4 int32. */
+static void count_sorted(const double *g, idx_t n, double *sorted, int32_t *scratch, const pair_counts *out) {
+	memcpy(sorted, g, n * sizeof(double));
+	qsort(sorted, n, sizeof(double), compare_doubles);
+	idx_t distinct = 0;
+	for (idx_t i = 0; i < n; i++) {
+		if (i == 0 || sorted[i] != sorted[distinct - 1]) {
+			sorted[distinct++] = sorted[i];
+		}
+	}
+	int32_t *tree = scratch, *equal_so_far = tree + distinct + 1, *total = equal_so_far + distinct + 1;
+	int32_t *higher_total = total + distinct; /* per dense rank: items of a higher grade */
+	memset(scratch, 0, (4 * distinct + 2) * sizeof(int32_t));
+	for (idx_t i = 0; i < n; i++) {
+		total[(double *)bsearch(&g[i], sorted, distinct, sizeof(double), compare_doubles) - sorted]++;
+	}
+	int32_t running = 0;
+	for (idx_t r = distinct; r-- > 0;) {
+		higher_total[r] = running;
+		running += total[r];
+	}
+	for (idx_t i = 0; i < n; i++) {
+		idx_t rank = (idx_t)((double *)bsearch(&g[i], sorted, distinct, sizeof(double), compare_doubles) - sorted);
+		int32_t at_most = 0; /* items above with a grade of this rank or lower */
+		for (idx_t k = rank + 1; k > 0; k -= k & (0 - k)) {
+			at_most += tree[k];
+		}
+		for (idx_t k = rank + 1; k <= distinct; k += k & (0 - k)) {
+			tree[k]++;
+		}
+		out->higher[i] = higher_total[rank];
+		out->equal[i] = total[rank];
+		out->higher_above[i] = (int32_t)i - at_most;
+		out->equal_above[i] = equal_so_far[rank]++;
+	}
+}
+
+/* The correlation of one row's compared grades g[0..n-1] (in the system's order), NAN where
+ * undefined; the sums run in item order, as the Python kernels' bincount sums them. */
+static double correlate(correlation which, const double *g, idx_t n, double *sorted, int32_t *scratch,
+                        const pair_counts *counts) {
+	if (n < 2) {
+		return NAN;
+	}
+	if (n <= PAIRWISE_ITEMS) {
+		count_pairwise(g, n, counts);
+	} else {
+		count_sorted(g, n, sorted, scratch, counts);
+	}
+	if ((idx_t)counts->equal[0] == n) {
+		return NAN; /* every grade equal */
+	}
+	double mean = ((double)n + 1) / 2, covariance = 0, system_spread = 0, truth_spread = 0, share = 0;
+	int64_t concordant = 0, discordant = 0, tied = 0;
+	for (idx_t i = 0; i < n; i++) {
+		int64_t higher_above = counts->higher_above[i], equal_above = counts->equal_above[i];
+		concordant += higher_above;
+		discordant += (int64_t)i - higher_above - equal_above;
+		tied += equal_above;
+		double truth_rank = counts->higher[i] + ((double)counts->equal[i] + 1) / 2, system_rank = (double)i + 1.0;
+		covariance += (system_rank - mean) * (truth_rank - mean);
+		system_spread += (system_rank - mean) * (system_rank - mean);
+		truth_spread += (truth_rank - mean) * (truth_rank - mean);
+		share += i > 0 ? ((double)higher_above + 0.5 * (double)equal_above) / (double)i : 0.0;
+	}
+	double pairs = (double)n * ((double)n - 1) / 2;
+	switch (which) {
+	case SPEARMAN:
+		return truth_spread > 0 ? covariance / sqrt(system_spread * truth_spread) : NAN;
+	case KENDALL_TAU:
+		return ((double)concordant - (double)discordant) / sqrt(pairs * (pairs - (double)tied));
+	case AP_CORRELATION:
+		return 2.0 / ((double)n - 1) * share - 1.0;
+	default:
+		return (double)concordant / (double)(concordant + discordant);
+	}
+}
+
+static int correlation_of(const duckdb_string_t *text, correlation *which, char name[32]) {
+	static const char *names[] = {"spearman", "kendall_tau", "ap_correlation", "fcp"};
+	uint32_t length = text->value.inlined.length;
+	for (int i = 0; i < 4; i++) {
+		if (strlen(names[i]) == length && memcmp(names[i], string_data(text), length) == 0) {
+			*which = (correlation)i;
+			snprintf(name, 32, "%s", names[i]);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* correlation(function, rec, keys, grades): the items of rec that the truth grades, at their first
+ * occurrence, in rec's order. A NULL, NaN or infinite grade of a row whose rec and truth are not
+ * NULL is an error naming the item (as text, quoted: the correlations match ids by their text). */
+static void correlation_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output) {
+	idx_t rows = duckdb_data_chunk_get_size(input);
+	if (rows == 0) {
+		return;
+	}
+	char name[32];
+	correlation which;
+	/* The macros pass the function as a constant; each row is read all the same. */
+	const duckdb_string_t *functions = (const duckdb_string_t *)duckdb_vector_get_data(
+	    duckdb_data_chunk_get_vector(input, 0));
+	const uint64_t *function_valid = duckdb_vector_get_validity(duckdb_data_chunk_get_vector(input, 0));
+	if (!correlation_of(&functions[0], &which, name)) {
+		set_error(info, "duckrank_native_correlation", "function must be spearman, kendall_tau, ap_correlation or fcp");
+		return;
+	}
+	duckdb_vector rec_vector = duckdb_data_chunk_get_vector(input, 1);
+	duckdb_vector key_vector = duckdb_data_chunk_get_vector(input, 2);
+	duckdb_vector grade_vector = duckdb_data_chunk_get_vector(input, 3);
+	ids lists[2] = {ids_of(duckdb_list_vector_get_child(rec_vector)),
+	                ids_of(duckdb_list_vector_get_child(key_vector))};
+	if (!family_of(lists, 2)) {
+		set_error(info, name, NOT_HANDLED);
+		return;
+	}
+	int64_t limit = limit_of(info, name, input, 4);
+	if (limit < 0) {
+		return;
+	}
+	const duckdb_list_entry *rec_entries = (const duckdb_list_entry *)duckdb_vector_get_data(rec_vector);
+	const duckdb_list_entry *key_entries = (const duckdb_list_entry *)duckdb_vector_get_data(key_vector);
+	const uint64_t *rec_valid = duckdb_vector_get_validity(rec_vector);
+	const uint64_t *key_valid = duckdb_vector_get_validity(key_vector);
+	duckdb_vector grade_items = duckdb_list_vector_get_child(grade_vector);
+	const double *grades = (const double *)duckdb_vector_get_data(grade_items);
+	const uint64_t *grade_valid = duckdb_vector_get_validity(grade_items);
+	const duckdb_list_entry *grade_entries = (const duckdb_list_entry *)duckdb_vector_get_data(grade_vector);
+	double *out = (double *)duckdb_vector_get_data(output);
+
+	scratch s = new_scratch(info, limit);
+	for (idx_t row = 0; row < rows; row++) {
+		out[row] = 0.0;
+		if (!is_valid(rec_valid, row) || !is_valid(key_valid, row)) {
+			set_null(output, row);
+			continue;
+		}
+		if (!is_valid(function_valid, row) || !correlation_of(&functions[row], &which, name)) {
+			set_error(info, "duckrank_native_correlation", "function must be spearman, kendall_tau, ap_correlation or fcp");
+			break;
+		}
+		duckdb_list_entry r = rec_entries[row], k = key_entries[row];
+		idx_t grade_offset = grade_entries[row].offset;
+		int bad = 0;
+		for (idx_t i = 0; i < k.length; i++) {
+			double grade = grades[grade_offset + i];
+			if (!is_valid(grade_valid, grade_offset + i) || !isfinite(grade)) {
+				char problem[300], item[128], text[128];
+				id_name(&lists[1], k.offset + i, item, sizeof(item));
+				if (lists[1].type != DUCKDB_TYPE_VARCHAR) { /* named as its text */
+					snprintf(text, sizeof(text), "'%.100s'", item);
+					memcpy(item, text, sizeof(item));
+				}
+				snprintf(problem, sizeof(problem), "the grade of item %s in truth must be a finite number, got %s",
+				         item, isinf(grade) && is_valid(grade_valid, grade_offset + i)
+				                   ? (grade > 0 ? "inf" : "-inf") : "NULL or NaN");
+				set_error(info, name, problem);
+				bad = 1;
+				break;
+			}
+		}
+		if (bad) {
+			break;
+		}
+		idx_t most = k.length < r.length ? k.length : r.length;
+		finder f;
+		double *compared = (double *)reserve(&s, B_POSITION, (2 * most + 1) * sizeof(double));
+		int32_t *counts = (int32_t *)reserve(&s, B_EDGES, (8 * most + 4) * sizeof(int32_t));
+		uint8_t *consumed = (uint8_t *)reserve(&s, B_IN_V, k.length + 1);
+		if (!compared || !counts || !consumed || !start_finder(&s, &f, &lists[1], k.offset, k.length)) {
+			memory_error(info, name, &s, r.length + k.length);
+			break;
+		}
+		for (idx_t i = 0; i < k.length; i++) {
+			consumed[i] = 0;
+			if (is_valid(lists[1].validity, k.offset + i)) {
+				int32_t *at = entry(&f, &lists[1], k.offset + i);
+				if (*at < 0) {
+					*at = (int32_t)i;
+				}
+			}
+		}
+		idx_t n = 0;
+		for (idx_t i = r.offset; i < r.offset + r.length && n < most; i++) {
+			int32_t key = find(&f, &lists[0], i);
+			if (key >= 0 && !consumed[key]) {
+				consumed[key] = 1;
+				compared[n++] = grades[grade_offset + (idx_t)key];
+			}
+		}
+		pair_counts per_item = {counts, counts + most, counts + 2 * most, counts + 3 * most};
+		out[row] = correlate(which, compared, n, compared + most, counts + 4 * most, &per_item);
+		if (isnan(out[row])) {
+			set_null(output, row);
+		}
+	}
+	release(&s);
+}
+
+/* --- registration ----------------------------------------------------------------------------- */
+
+/* memory_limit when the extension is loaded (INT64_MAX when it cannot be read). */
+static int64_t memory_limit_now(duckdb_connection connection) {
+	duckdb_result result;
+	int64_t limit = INT64_MAX;
+	if (duckdb_query(connection, "SELECT current_setting('memory_limit')", &result) == DuckDBSuccess) {
+		char *text = duckdb_value_varchar(&result, 0, 0);
+		if (text) {
+			limit = parse_bytes(text, strlen(text));
+			limit = limit < 0 ? INT64_MAX : limit;
+			duckdb_free(text);
+		}
+	}
+	duckdb_destroy_result(&result);
+	return limit;
+}
+
+/* `name` with `count` parameters and with one more, memory_limit (VARCHAR), counting against
+ * `account`. */
+static duckdb_state register_set(duckdb_connection connection, const char *name, duckdb_logical_type *parameters,
+                                 idx_t count, duckdb_logical_type result, duckdb_scalar_function_t body,
+                                 budget *account, duckdb_logical_type varchar) {
+	duckdb_scalar_function_set set = duckdb_create_scalar_function_set(name);
+	duckdb_state state = DuckDBSuccess;
+	for (idx_t arity = count; arity <= count + 1 && state == DuckDBSuccess; arity++) {
+		duckdb_scalar_function function = duckdb_create_scalar_function();
+		duckdb_scalar_function_set_name(function, name);
+		for (idx_t i = 0; i < arity; i++) {
+			duckdb_scalar_function_add_parameter(function, i < count ? parameters[i] : varchar);
+		}
+		duckdb_scalar_function_set_return_type(function, result);
+		duckdb_scalar_function_set_function(function, body);
+		duckdb_scalar_function_set_special_handling(function); /* NULLs are handled row by row */
+		atomic_fetch_add(&account->references, 1);
+		duckdb_scalar_function_set_extra_info(function, account, drop_budget);
+		state = duckdb_add_scalar_function_to_set(set, function);
+		duckdb_destroy_scalar_function(&function);
+	}
+	if (state == DuckDBSuccess) {
+		state = duckdb_register_scalar_function_set(connection, set);
+	}
+	duckdb_destroy_scalar_function_set(&set);
+	return state;
+}
+
 duckdb_state duckrank_register_preferences(duckdb_connection connection) {
-	(void)connection;
-	return DuckDBSuccess;
+	budget *account = (budget *)malloc(sizeof(budget));
+	if (!account) {
+		return DuckDBError;
+	}
+	atomic_init(&account->held, 0);
+	atomic_init(&account->references, 1); /* this function's, dropped at its end */
+	account->load_limit = memory_limit_now(connection);
+
+	duckdb_logical_type any = duckdb_create_logical_type(DUCKDB_TYPE_ANY);
+	duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+	duckdb_logical_type real = duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE);
+	duckdb_logical_type reals = duckdb_create_list_type(real);
+
+	duckdb_logical_type edrc[] = {any, any, varchar, varchar};
+	duckdb_logical_type edrc_preferences[] = {any, any, varchar, varchar, varchar, real};
+	duckdb_logical_type correlation[] = {varchar, any, any, reals};
+	duckdb_state state =
+	    register_set(connection, "duckrank_native_edrc", edrc, 4, real, edrc_rows, account, varchar);
+	if (state == DuckDBSuccess) {
+		state = register_set(connection, "duckrank_native_edrc_preferences", edrc_preferences, 6, real,
+		                     edrc_preferences_rows, account, varchar);
+	}
+	if (state == DuckDBSuccess) {
+		state = register_set(connection, "duckrank_native_correlation", correlation, 4, real, correlation_rows,
+		                     account, varchar);
+	}
+	duckdb_logical_type *types[] = {&any, &varchar, &real, &reals};
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		duckdb_destroy_logical_type(types[i]);
+	}
+	drop_budget(account);
+	return state;
 }
