@@ -271,7 +271,9 @@ def test_twelve_cursors_register_at_once(tmp_path, database: str, registered: bo
     if registered and database == "memory":
         duckrank.register(con)
     cursors = [con.cursor() for _ in range(12)]
-    assert register_from_threads(cursors, rounds=3) == []
+    # Two rounds: the first races on the state the parameters set up, the second on a database
+    # every thread has just registered; a third would repeat the second.
+    assert register_from_threads(cursors, rounds=2) == []
     con.close()
 
 
@@ -279,6 +281,6 @@ def test_twelve_connections_to_one_file_register_at_once(tmp_path):
     """duckdb.connect on one path in one process gives connections to one database instance."""
     path = str(tmp_path / "user.duckdb")
     connections = [duckdb.connect(path, config=UNSIGNED) for _ in range(12)]
-    assert register_from_threads(connections, rounds=3) == []
+    assert register_from_threads(connections, rounds=2) == []  # as above
     for con in connections:
         con.close()
