@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import time
@@ -43,6 +42,7 @@ import duckdb
 
 import duckrank
 from benchmarks.bench_long_memory import long_files as short_long_files
+from benchmarks.bench_stats import timed
 from benchmarks.data import DATA_DIR
 from benchmarks.goals import print_goal
 
@@ -82,29 +82,6 @@ def long_files(users: int, items: int) -> tuple[Path, Path]:
               WHERE t < 1 + hash(u, 'n') % {MAX_TRUTH} ORDER BY u, t)
         TO '{qrels}' (FORMAT parquet)""")
     return run, qrels
-
-
-def _status_mb(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    raise KeyError(field)
-
-
-def timed(run: Callable[[], object], repeat: int) -> tuple[float, float, float]:
-    """(median wall s, median CPU s of this process, peak MB above the memory before), after a
-    warm-up run (the files in the page cache). On a shared machine CPU time is the steadier
-    ratio."""
-    run()
-    Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark
-    before = _status_mb("VmRSS")
-    walls, cpus = [], []
-    for _ in range(repeat):
-        wall, cpu = time.perf_counter(), time.process_time()
-        run()
-        walls.append(time.perf_counter() - wall)
-        cpus.append(time.process_time() - cpu)
-    return statistics.median(walls), statistics.median(cpus), _status_mb("VmHWM") - before
 
 
 def line(name: str, measured: Sequence[float], reference: Sequence[float] | None = None,
