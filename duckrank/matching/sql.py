@@ -387,16 +387,23 @@ def cutoff_sql(function: str, rec: str, k: str) -> str:
 # --- graded relevance ----------------------------------------------------------------------------
 # The graded metrics (duckrank.metrics.graded) read each row as *grades*: the grade of each of the
 # top K recommended items in rec order, and the ideal grades. A graded truth is a
-# MAP(VARCHAR, DOUBLE) from item id to grade (a finite number >= 0; 0 = not relevant); rec items
-# are matched by their text form (``rec[i]::VARCHAR``), since one MAP(VARCHAR, DOUBLE) macro
-# overload accepts maps of every key type. A truth LIST means grade 1 for each of its items. The
-# hit rules are the binary ones above: a duplicate recommendation or a NULL element has grade 0.
+# MAP from item id to grade (a finite number >= 0; 0 = not relevant), of one of two types, the
+# macros' two typed overloads: MAP(BIGINT, DOUBLE) for a rec of integers (``INTEGER_KEYS``), ids
+# compared by value; else MAP(VARCHAR, DOUBLE), rec items matched by their text form
+# (``rec[i]::VARCHAR``), which accepts maps of every key type. DuckDB chooses between them by
+# rec's type (it costs every MAP cast alike) and casts a map of any other type, a cost that
+# outweighs the whole native step. A truth LIST means grade 1 for each of its items. The hit
+# rules are the binary ones above: a duplicate recommendation or a NULL element has grade 0.
+# (rec type, truth type) of the overload for integer ids.
+INTEGER_KEYS = ("BIGINT[]", "MAP(BIGINT, DOUBLE)")
 
-def graded_top_sql(rec: str, truth: str, k: str) -> str:
+
+def graded_top_sql(rec: str, truth: str, k: str, integer_keys: bool = False) -> str:
     """Grades of the top K of ``rec`` in rec order (DOUBLE[], 0 for items without a grade) from a
-    MAP(VARCHAR, DOUBLE) truth. The map lookup comes first so that only items in truth pay for
-    the duplicate check (about 2x faster at K = 100); a NULL item looks up NULL."""
-    grade = f"{truth}[x::VARCHAR]"
+    MAP(VARCHAR, DOUBLE) truth (MAP(BIGINT, DOUBLE) with ``integer_keys``). The map lookup comes
+    first so that only items in truth pay for the duplicate check (about 2x faster at K = 100);
+    a NULL item looks up NULL."""
+    grade = f"{truth}[x]" if integer_keys else f"{truth}[x::VARCHAR]"
     return (
         f"list_transform(list_slice({rec}, 1, {_top_k_len(rec, k)}), lambda x, i: "
         f"CASE WHEN {grade} IS NULL THEN 0.0 WHEN list_position({rec}, x) = i THEN {grade} "
@@ -417,8 +424,8 @@ def top_grades_match_sql(top: str, grades: str, k: str, bad: str = "0") -> str:
     )
 
 
-def graded_match_sql(rec: str, truth: str, k: str) -> str:
-    """One row's graded match from a MAP(VARCHAR, DOUBLE) truth, the value of the native
+def graded_match_sql(rec: str, truth: str, k: str, integer_keys: bool = False) -> str:
+    """One row's graded match from a graded truth (``graded_top_sql``), the value of the native
     ``duckrank_graded`` (match.c): STRUCT(K BIGINT, pos BIGINT[], grades DOUBLE[], ideal
     DOUBLE[], n BIGINT, cut BIGINT, bad BIGINT). pos: the ascending ranks i <= K whose item has
     a positive grade and occurs there first; grades: their grades; ideal: the min(k, n) largest
@@ -429,10 +436,11 @@ def graded_match_sql(rec: str, truth: str, k: str) -> str:
         f"coalesce(list_position(list_transform(map_values({truth}), "
         "lambda g: g IS NULL OR NOT isfinite(g) OR g < 0), true), 0)"
     )
-    return top_grades_match_sql(graded_top_sql(rec, truth, k), f"map_values({truth})", k, bad)
+    top = graded_top_sql(rec, truth, k, integer_keys)
+    return top_grades_match_sql(top, f"map_values({truth})", k, bad)
 
 
-def native_graded_match_sql(rec: str, truth: str, k: str) -> str:
+def native_graded_match_sql(rec: str, truth: str, k: str, integer_keys: bool = False) -> str:
     """``graded_match_sql``'s value from the native step when rec holds VARCHAR or integer ids,
     else ``graded_match_sql`` itself, over rec, truth and k bound once per row by a lambda over
     a one-element list (the arguments may be expressions, which the SQL form's lambdas would
@@ -443,7 +451,8 @@ def native_graded_match_sql(rec: str, truth: str, k: str) -> str:
         f"CASE WHEN typeof({rec}) IN ({_NATIVE_GRADED_IDS}) "
         f"THEN system.main.duckrank_graded({rec}, {truth}, {k}, current_setting('memory_limit')) "
         f"ELSE list_transform([{row}], lambda gr: CASE WHEN gr.rec IS NULL OR gr.truth IS NULL "
-        f"OR gr.cut IS NULL THEN NULL ELSE {graded_match_sql('gr.rec', 'gr.truth', 'gr.cut')} "
+        f"OR gr.cut IS NULL THEN NULL ELSE "
+        f"{graded_match_sql('gr.rec', 'gr.truth', 'gr.cut', integer_keys)} "
         "END)[1] END"
     )
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from duckrank.matching.sql import (
+    INTEGER_KEYS,
     bad_grade_at_sql,
     bad_grade_sql,
     bad_list_grade_sql,
@@ -244,22 +245,23 @@ def _graded_body(
     return f"list_transform([{row}], lambda r: {body})[1]"
 
 
-def _grades_body(metric: Metric, native: bool) -> str:
-    """A graded metric's body over MAP or LIST truth. With ``native``, the MAP form matches
-    through the native step (``native_graded_match_sql``), which also finds a bad grade, n and
-    the ideal list; the LIST form matches through the ``duckrank_matched`` helper
-    (``_helper_macros``), which gives n with the hit positions: n counts distinct items as the
-    match compares them (a collation included)."""
+def _grades_body(metric: Metric, native: bool, integer_keys: bool = False) -> str:
+    """A graded metric's body over MAP or LIST truth (``integer_keys``: the MAP(BIGINT, DOUBLE)
+    overload). With ``native``, the MAP form matches through the native step
+    (``native_graded_match_sql``), which also finds a bad grade, n and the ideal list; the LIST
+    form matches through the ``duckrank_matched`` helper (``_helper_macros``), which gives n with
+    the hit positions: n counts distinct items as the match compares them (a collation
+    included)."""
     name = f"'{metric.name}'"
     cut = f"duckrank_cutoff({name}, rec, k)"
-    if metric.truth_type and native:  # MAP(VARCHAR, DOUBLE): item -> grade
+    if metric.truth_type and native:  # a MAP: item -> grade
         return _graded_body(
-            metric, match=native_graded_match_sql("rec", "truth", cut),
+            metric, match=native_graded_match_sql("rec", "truth", cut, integer_keys),
             bad_grade=bad_grade_at_sql(name, "truth", "g.bad"), bind_row=False, cast_truth=True,
         )
     if metric.truth_type:
         return _graded_body(
-            metric, match=graded_match_sql("r.rec", "r.truth", "r.cut"),
+            metric, match=graded_match_sql("r.rec", "r.truth", "r.cut", integer_keys),
             bad_grade=bad_grade_at_sql(name, "r.truth", "g.bad"),
         )
     # A LIST: grade 1 for each item; the hit positions and n come from one match of the row,
@@ -314,13 +316,24 @@ def _shadow_guard(name: str, schema: str, body: str) -> str:
     )
 
 
-def _overload(metric: Metric, native: bool, shadowing: tuple[str, frozenset[str]] | None) -> str:
+def _overloads(
+    metric: Metric, native: bool, shadowing: tuple[str, frozenset[str]] | None
+) -> list[str]:
+    """The record's overload, and for a graded record over MAP truth a second one for integer
+    ids and MAP(BIGINT, DOUBLE) truth (``INTEGER_KEYS``): DuckDB would cast such a map to the
+    MAP(VARCHAR, DOUBLE) parameter, a cost of several times the whole metric."""
     options = "".join(f", {o.name} := {o.sql_default()}" for o in metric.options)
     truth = f"truth {metric.truth_type}" if metric.truth_type else "truth"
-    body = BODIES[metric.inputs](metric, native)
+    forms = [(f"rec, {truth}", BODIES[metric.inputs](metric, native))]
+    if metric.inputs == "grades" and metric.truth_type:
+        rec_type, truth_type = INTEGER_KEYS
+        forms.append((
+            f"rec {rec_type}, truth {truth_type}",
+            _grades_body(metric, native, integer_keys=True),
+        ))
     if shadowing is not None and metric.name in shadowing[1]:
-        body = _shadow_guard(metric.name, shadowing[0], body)
-    return f"(rec, {truth}, k := 'all'{options}) AS {body}"
+        forms = [(args, _shadow_guard(metric.name, shadowing[0], b)) for args, b in forms]
+    return [f"({args}, k := 'all'{options}) AS {body}" for args, body in forms]
 
 
 def metric_macro(
@@ -329,7 +342,7 @@ def metric_macro(
 ) -> str:
     """One CREATE MACRO for all the records that share a name."""
     return f"CREATE OR REPLACE MACRO {overloads[0].name}" + ",\n  ".join(
-        _overload(m, native, shadowing) for m in overloads
+        form for m in overloads for form in _overloads(m, native, shadowing)
     )
 
 

@@ -286,7 +286,8 @@ def test_grades_of_long_integer_ids_by_hand(fast) -> None:
     the first three items have grades 4, 1 and 2; the repeat of the first is a miss (0)."""
     got = fast.execute(
         "SELECT duckrank_grades([1234567890123456, -9223372036854775808, 7, 1234567890123456], "
-        "MAP {'1234567890123456': 4.0, '-9223372036854775808': 1.0, '7': 2.0}, 10)"
+        "MAP {'1234567890123456': 4.0, '-9223372036854775808': 1.0, '7': 2.0}"
+        "::MAP(VARCHAR, DOUBLE), 10)"
     ).fetchall()
     assert got == [([4.0, 1.0, 2.0, 0.0],)]
 
@@ -335,7 +336,7 @@ def test_grades_over_a_limit_and_a_limit_that_is_not_a_size(fast) -> None:
     """By hand: 20,000 keys need 2^16 = 65,536 slots x 32 bytes = 2.0 MiB, over 1 MiB."""
     query = (
         "SELECT duckrank_grades([1, 2], map_from_entries(list_transform(range(20000), "
-        "lambda x: {{'k': x::VARCHAR, 'v': 1.0}})), 10, '{}')"
+        "lambda x: {{'k': x::VARCHAR, 'v': 1.0::DOUBLE}})), 10, '{}')"
     )
     with pytest.raises(
         duckdb.InvalidInputException,

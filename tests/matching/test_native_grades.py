@@ -17,7 +17,7 @@ import pytest
 
 import duckrank
 from duckrank.matching import native
-from duckrank.matching.sql import graded_match_sql
+from duckrank.matching.sql import INTEGER_KEYS, graded_match_sql
 
 FIELDS = ("K", "pos", "grades", "ideal", "n", "cut", "bad")
 
@@ -37,13 +37,16 @@ def sql_only() -> duckdb.DuckDBPyConnection:
     con.close()
 
 
-def _both(con: duckdb.DuckDBPyConnection, rec: str, truth: str, k: int) -> tuple[dict, dict]:
+def _both(
+    con: duckdb.DuckDBPyConnection, rec: str, truth: str, k: int, integer_keys: bool = False
+) -> tuple[dict, dict]:
     """(native, SQL form) for one row; rec, truth and k come from a table, as in the macros."""
+    truth_type = INTEGER_KEYS[1] if integer_keys else "MAP(VARCHAR, DOUBLE)"
     con.execute(f"CREATE OR REPLACE TEMP TABLE one AS SELECT {rec} AS rec, "
-                f"{truth}::MAP(VARCHAR, DOUBLE) AS truth, {k}::BIGINT AS k")
+                f"{truth}::{truth_type} AS truth, {k}::BIGINT AS k")
     return con.execute(
         "SELECT duckrank_graded(rec, truth, k), "
-        f"{graded_match_sql('rec', 'truth', 'k')} FROM one"
+        f"{graded_match_sql('rec', 'truth', 'k', integer_keys)} FROM one"
     ).fetchone()
 
 
@@ -124,6 +127,31 @@ def test_native_and_sql_forms_agree_on_random_rows(fast) -> None:
     assert any(row[1]["pos"] for row in rows) and any(row[1]["bad"] for row in rows)
 
 
+def test_native_and_sql_forms_agree_on_integer_keys(fast) -> None:
+    """Random rows of integer ids against MAP(BIGINT, DOUBLE) truth, negative and zero ids,
+    repeats, NULL items and zero grades: the same struct field by field."""
+    rng = random.Random(20)
+    rows = []
+    for _ in range(300):
+        rec_type = rng.choice(["BIGINT", "INTEGER", "UBIGINT"])
+        smallest = ["(-9223372036854775807 - 1)"] if rec_type == "BIGINT" else []
+        pool = (["0", "1", "2", "4", "9223372036854775807"] if rec_type == "UBIGINT"
+                else ["-3", "0", "1", "2", "4", "12", *smallest])
+        rec = "[" + ", ".join("NULL" if rng.random() < 0.05 else rng.choice(pool)
+                              for _ in range(rng.randrange(12))) + f"]::{rec_type}[]"
+        keys = ["-3", "0", "1", "2", "5", "12", "9223372036854775807", "(-9223372036854775807 - 1)"]
+        grades = {rng.choice(keys): rng.choice(["0", "0.5", "1", "2", "-1"])
+                  for _ in range(rng.randrange(8))}
+        truth = "MAP {" + ", ".join(f"({key})::BIGINT: {g}" for key, g in grades.items()) + "}"
+        rows.append(_both(fast, rec, truth, rng.choice([1, 2, 3, 10]), integer_keys=True))
+    for native_row, sql_row in rows:
+        if sql_row["bad"]:
+            assert native_row["bad"] == sql_row["bad"]
+        else:
+            assert native_row == sql_row
+    assert any(row[1]["pos"] for row in rows) and any(row[1]["bad"] for row in rows)
+
+
 def test_metrics_read_the_native_step_and_agree_with_sql(fast, sql_only) -> None:
     """err by hand: rec ['a', 'x', 'b'], truth {a: 1, b: 2}, max_grade 4: R_a = 1/16,
     R_b = 3/16, ERR = R_a / 1 + (1 - R_a) R_b / 3 = 1/16 + 15/256 = 31/256. dcg (exponential
@@ -146,12 +174,63 @@ def test_metrics_read_the_native_step_and_agree_with_sql(fast, sql_only) -> None
 
 
 def test_integer_ids_against_integer_keys_through_the_metrics(fast, sql_only) -> None:
-    """MAP(BIGINT, DOUBLE) truth (DuckDB casts it to the macros' MAP(VARCHAR, DOUBLE)): by hand,
+    """MAP(BIGINT, DOUBLE) truth (the macros' integer overload, no cast): by hand,
     rec [10, 20, 30], truth {30: 3, 10: 1, -5: 2}, dcg with linear gain = 1 / log2(2) +
     3 / log2(4) = 2.5, the same through both steps."""
     query = ("SELECT dcg(rec, truth, gain := 'linear') FROM (SELECT [10, 20, 30]::BIGINT[] AS "
              "rec, MAP {30: 3.0, 10: 1.0, -5: 2.0}::MAP(BIGINT, DOUBLE) AS truth)")
     assert fast.execute(query).fetchall() == sql_only.execute(query).fetchall() == [(2.5,)]
+
+
+def test_integer_keys_reach_the_native_step_uncast(fast, sql_only) -> None:
+    """A MAP(BIGINT, DOUBLE) truth with integer ids takes the integer overload: the plan casts
+    no map to MAP(VARCHAR, DOUBLE). By hand, rec [3, 1, 2], truth {1: 3, 2: 1, 5: 2}, k 3:
+    DCG = (2^3 - 1) / log2(3) + (2^1 - 1) / log2(4) = 4.416508275 + 0.5; IDCG = 7 / log2(2) +
+    3 / log2(3) + 1 / log2(4) = 7 + 1.892789261 + 0.5; ERR (max_grade 4, the default) =
+    R_3 / 2 + (1 - R_3) R_1 / 3 with R_g = (2^g - 1) / 2^4 = 7/32 + (9/16)(1/16)/3 =
+    0.23046875 (item 3, ungraded, has R = 0 at rank 1).
+    INTEGER ids widen to BIGINT and take the same overload."""
+    log2_3 = 1.584962500721156
+    dcg = 7 / log2_3 + 0.5
+    expected = (dcg / (7 + 3 / log2_3 + 0.5), dcg, 7 / 32 + 9 / 16 / 16 / 3)
+    for rec_type in ("BIGINT", "INTEGER"):
+        query = ("SELECT ndcg(rec, truth, 3), dcg(rec, truth, 3), err(rec, truth, 3) FROM "
+                 f"(SELECT [3, 1, 2]::{rec_type}[] AS rec, "
+                 "MAP {1: 3.0, 2: 1.0, 5: 2.0}::MAP(BIGINT, DOUBLE) AS truth)")
+        plan = "".join(row[1] for row in fast.execute(f"EXPLAIN {query}").fetchall())
+        assert "duckrank_graded" in plan and "MAP(VARCHAR" not in plan
+        for con in (fast, sql_only):
+            assert con.execute(query).fetchone() == pytest.approx(expected, rel=1e-15)
+
+
+def test_integer_ids_read_text_keys_as_integers(fast, sql_only) -> None:
+    """With integer ids, DuckDB casts a MAP(VARCHAR, DOUBLE) truth to the integer overload's
+    MAP(BIGINT, DOUBLE) (docs/graded.md): '01' is the integer 1 (by hand, rec [1], truth
+    {'01': 2}: dcg = 2^2 - 1 = 3), and a key that is no integer is DuckDB's conversion error.
+    VARCHAR ids against integer keys still compare by text ('1' matches 1, '01' does not)."""
+    for con in (fast, sql_only):
+        assert con.execute("SELECT dcg([1], MAP {'01': 2.0})").fetchall() == [(3.0,)]
+        with pytest.raises(duckdb.ConversionException, match="'a'"):
+            con.execute("SELECT dcg([1], MAP {'a': 2.0})").fetchall()
+        assert con.execute(
+            "SELECT dcg(['01', '1'], MAP {1: 2.0}::MAP(BIGINT, DOUBLE))"
+        ).fetchall() == [(3.0 / 1.584962500721156,)]
+
+
+@pytest.mark.parametrize("rec, truth", [
+    ("[1]", "MAP {1: 1.0}::MAP(INTEGER, DOUBLE)"),
+    ("['1']", "MAP {1: 1.0}::MAP(BIGINT, DOUBLE)"),
+    ("[1]", "MAP {'1': 1}::MAP(VARCHAR, INTEGER)"),
+    ("[1]", "[1]"),
+])
+def test_the_native_step_names_a_truth_it_cannot_read(fast, rec: str, truth: str) -> None:
+    """The macros give the native step MAP(VARCHAR, DOUBLE), or MAP(BIGINT, DOUBLE) with integer
+    ids; any other truth called directly is an error naming the function."""
+    for function in ("duckrank_graded", "duckrank_grades"):
+        with pytest.raises(duckdb.InvalidInputException,
+                           match=f"{function}: truth must be a MAP\\(VARCHAR, DOUBLE\\), or a "
+                                 "MAP\\(BIGINT, DOUBLE\\) for integer ids"):
+            fast.execute(f"SELECT {function}({rec}, {truth}, 10)").fetchall()
 
 
 def test_scratch_counts_against_memory_limit(fast) -> None:
@@ -160,7 +239,7 @@ def test_scratch_counts_against_memory_limit(fast) -> None:
     test_native.py), over a 1 MiB limit; 2.5 MiB holds both."""
     query = (
         "SELECT duckrank_graded([1, 2], map_from_entries(list_transform(range(20000), "
-        "lambda x: {{'k': x::VARCHAR, 'v': 1.0}})), 10, '{}').pos"
+        "lambda x: {{'k': x::VARCHAR, 'v': 1.0::DOUBLE}})), 10, '{}').pos"
     )
     with pytest.raises(
         duckdb.InvalidInputException,

@@ -38,13 +38,14 @@
  *
  *     duckrank_grades(rec LIST, truth MAP(VARCHAR, DOUBLE), k BIGINT) -> DOUBLE[]
  *
- * truth[item as text] for an item's first occurrence, 0 for a repeat, a NULL item, an item
- * without a grade or with a NULL grade. For both, rec is VARCHAR or an integer type of at most
- * 64 bits; an integer matches the key that is its decimal text (as `x::VARCHAR = key` says), so
- * each key is read once as the integer it is the canonical text of (none for '07', '+7', '-0',
- * ' 7') and rec's ids are compared by value. A MAP with integer keys reaches the macros already
- * cast to MAP(VARCHAR, DOUBLE), their typed parameter: DuckDB chooses macro overloads by type
- * but does not tell MAP key types apart, and casts a typed argument before the body sees it.
+ * truth[item] for an item's first occurrence, 0 for a repeat, a NULL item, an item without a
+ * grade or with a NULL grade. For both, rec is VARCHAR or an integer type of at most 64 bits, and
+ * truth a MAP(VARCHAR, DOUBLE) or, for integer ids, a MAP(BIGINT, DOUBLE): the macros' two typed
+ * overloads (DuckDB chooses the BIGINT one for a rec of integers and casts a map of any other key
+ * type to the VARCHAR one). BIGINT keys meet rec's ids by value. An integer id matches a VARCHAR
+ * key that is its decimal text (as `x::VARCHAR = key` says), so each such key is read once as the
+ * integer it is the canonical text of (none for '07', '+7', '-0', ' 7') and rec's ids are compared
+ * by value.
  *
  * Memory: each call holds a hash table of a row's truth (64 to 128 bytes per item of a long truth
  * list), the chunk's hit positions (duckrank_match) or the longest truth's grades, to sort
@@ -734,21 +735,50 @@ static void match_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 	release(&s);
 }
 
-/* A MAP(VARCHAR, DOUBLE) truth as both graded functions read it. DuckDB casts a map of any key
- * type to that type before a macro sees it (a typed macro parameter), so integer keys arrive as
- * their decimal text. */
+/* A graded truth as both graded functions read it: MAP(VARCHAR, DOUBLE), or MAP(BIGINT, DOUBLE)
+ * when rec holds integers. Those are the macros' two typed overloads (DuckDB chooses the BIGINT
+ * one for a rec of integers and casts any other map to the VARCHAR one), so a map of integer keys
+ * arrives as integers, without a cast of every key to text. */
 typedef struct {
-	const duckdb_string_t *keys;
+	const duckdb_string_t *keys;  /* VARCHAR keys, or NULL */
+	const int64_t *integer_keys; /* BIGINT keys, or NULL */
 	const double *grades;
 	const uint64_t *grade_valid;
 } graded_truth;
 
-static graded_truth read_graded_truth(duckdb_vector truth_vector) {
+/* truth's key type, or DUCKDB_TYPE_INVALID when truth is no MAP with DOUBLE values. */
+static duckdb_type graded_key_type(duckdb_vector truth_vector) {
+	duckdb_logical_type type = duckdb_vector_get_column_type(truth_vector);
+	duckdb_type key = DUCKDB_TYPE_INVALID;
+	if (duckdb_get_type_id(type) == DUCKDB_TYPE_MAP) {
+		duckdb_logical_type key_type = duckdb_map_type_key_type(type);
+		duckdb_logical_type value_type = duckdb_map_type_value_type(type);
+		if (duckdb_get_type_id(value_type) == DUCKDB_TYPE_DOUBLE) {
+			key = duckdb_get_type_id(key_type);
+		}
+		duckdb_destroy_logical_type(&key_type);
+		duckdb_destroy_logical_type(&value_type);
+	}
+	duckdb_destroy_logical_type(&type);
+	return key;
+}
+
+/* Reads truth for rec's id kind; 0, with the error set, for a truth of any other type. */
+static int read_graded_truth(duckdb_function_info info, const char *name, id_kind rec, duckdb_vector truth_vector,
+                             graded_truth *truth) {
+	duckdb_type key = graded_key_type(truth_vector);
+	if (key != DUCKDB_TYPE_VARCHAR && !(key == DUCKDB_TYPE_BIGINT && rec != K_STRING)) {
+		set_error(info, name, "truth must be a MAP(VARCHAR, DOUBLE), or a MAP(BIGINT, DOUBLE) for integer ids");
+		return 0;
+	}
 	duckdb_vector entries = duckdb_list_vector_get_child(truth_vector);
 	duckdb_vector values = duckdb_struct_vector_get_child(entries, 1);
-	graded_truth truth = {(const duckdb_string_t *)duckdb_vector_get_data(duckdb_struct_vector_get_child(entries, 0)),
-	                      (const double *)duckdb_vector_get_data(values), duckdb_vector_get_validity(values)};
-	return truth;
+	const void *keys = duckdb_vector_get_data(duckdb_struct_vector_get_child(entries, 0));
+	truth->keys = key == DUCKDB_TYPE_VARCHAR ? (const duckdb_string_t *)keys : NULL;
+	truth->integer_keys = key == DUCKDB_TYPE_BIGINT ? (const int64_t *)keys : NULL;
+	truth->grades = (const double *)duckdb_vector_get_data(values);
+	truth->grade_valid = duckdb_vector_get_validity(values);
+	return 1;
 }
 
 /* How rec's ids meet the keys: as text, or as integers. An integer id matches a key exactly when
@@ -810,15 +840,22 @@ ALWAYS_INLINE slot_graded *lookup_graded(scratch *s, key_reading reading, const 
 static void insert_graded(scratch *s, key_reading reading, const graded_truth *truth, duckdb_list_entry t) {
 	for (idx_t i = t.offset; i < t.offset + t.length; i++) { /* map keys are unique */
 		uint64_t key;
-		if (reading == KEYS_AS_TEXT) {
-			key = hash_string(&truth->keys[i]);
-		} else if (!key_integer(&truth->keys[i], reading, &key)) {
+		const duckdb_string_t *text = truth->keys ? &truth->keys[i] : NULL;
+		if (truth->integer_keys) {
+			/* rec holds integers; an unsigned id never equals a negative key */
+			if (reading == KEYS_AS_UNSIGNED && truth->integer_keys[i] < 0) {
+				continue;
+			}
+			key = (uint64_t)truth->integer_keys[i];
+		} else if (reading == KEYS_AS_TEXT) {
+			key = hash_string(text);
+		} else if (!key_integer(text, reading, &key)) {
 			continue;
 		}
-		slot_graded *e = lookup_graded(s, reading, &truth->keys[i], key);
+		slot_graded *e = lookup_graded(s, reading, text, key);
 		e->stamp = s->stamp;
 		e->hash = key;
-		e->text = &truth->keys[i];
+		e->text = text;
 		e->consumed = 0;
 		e->grade = is_valid(truth->grade_valid, i) ? truth->grades[i] : 0.0;
 	}
@@ -874,7 +911,10 @@ static void grade_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 	duckdb_vector rec_items = duckdb_list_vector_get_child(rec_vector);
 	const void *rec_data = duckdb_vector_get_data(rec_items);
 	const uint64_t *rec_item_valid = duckdb_vector_get_validity(rec_items);
-	graded_truth truth = read_graded_truth(truth_vector);
+	graded_truth truth;
+	if (!read_graded_truth(info, "duckrank_grades", kind, truth_vector, &truth)) {
+		return;
+	}
 	row_inputs in = read_rows(rec_vector, truth_vector, k_vector);
 
 	duckdb_list_entry *out_entries = (duckdb_list_entry *)duckdb_vector_get_data(output);
@@ -969,7 +1009,10 @@ static void graded_rows(duckdb_function_info info, duckdb_data_chunk input, duck
 	duckdb_vector rec_items = duckdb_list_vector_get_child(rec_vector);
 	const void *rec_data = duckdb_vector_get_data(rec_items);
 	const uint64_t *rec_item_valid = duckdb_vector_get_validity(rec_items);
-	graded_truth truth = read_graded_truth(truth_vector);
+	graded_truth truth;
+	if (!read_graded_truth(info, name, kind, truth_vector, &truth)) {
+		return;
+	}
 	row_inputs in = read_rows(rec_vector, truth_vector, k_vector);
 
 	duckdb_vector field[G_FIELDS];
@@ -1169,12 +1212,12 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
 	duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
 	duckdb_logical_type result = match_type();
 	duckdb_logical_type real = duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE);
-	duckdb_logical_type grade_map = duckdb_create_map_type(varchar, real);
 	duckdb_logical_type grade_list = duckdb_create_list_type(real);
 
 	duckdb_logical_type match_parameters[] = {varchar, any, any, bigint, varchar};
 	duckdb_state state = register_set(connection, "duckrank_match", match_parameters, 5, result, match_rows, account);
-	duckdb_logical_type grade_parameters[] = {any, grade_map, bigint, varchar};
+	/* truth: MAP(VARCHAR, DOUBLE) or MAP(BIGINT, DOUBLE), checked by read_graded_truth */
+	duckdb_logical_type grade_parameters[] = {any, any, bigint, varchar};
 	if (state == DuckDBSuccess) {
 		state = register_set(connection, "duckrank_grades", grade_parameters, 4, grade_list, grade_rows, account);
 	}
@@ -1186,7 +1229,7 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
 		state = duckrank_register_preferences(connection);
 	}
 
-	duckdb_logical_type *types[] = {&varchar, &any, &bigint, &result, &real, &grade_map, &grade_list, &graded};
+	duckdb_logical_type *types[] = {&varchar, &any, &bigint, &result, &real, &grade_list, &graded};
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		duckdb_destroy_logical_type(types[i]);
 	}
