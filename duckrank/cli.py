@@ -44,6 +44,7 @@ from duckrank.evaluation import (
     RUN_ROLES,
     ColumnNames,
     DroppedRows,
+    SideInputs,
     column_names,
     evaluation,
     reader_columns,
@@ -207,8 +208,11 @@ def _evaluate(args: argparse.Namespace) -> None:
     long = args.format == LONG
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DroppedRows)
+        side = SideInputs(args.other, args.train, args.catalog, args.catalog_size,
+                          args.embeddings, args.categories, args.propensities)
         with evaluation(con, run, qrels, args.metric, args.by, args.per_user or long, names,
-                        args.ids, COMMAND_LINE, convention=args.convention) as result:
+                        args.ids, COMMAND_LINE, convention=args.convention,
+                        side=side) as result:
             _write_warnings("evaluate", caught)
             if long:
                 keys = len(args.by) + 1  # the --by columns and the query column
@@ -447,7 +451,9 @@ def _add_evaluate(commands: Any) -> None:
         "per query, item, grade). Files are Parquet, CSV/TSV or TREC (qid Q0 docid rank score "
         "tag / qid 0 docid grade), chosen by extension (TREC when neither). Prints the mean of "
         "each metric over the queries found in both files, with the counts of queries scored, "
-        "unjudged (run only) and unranked (qrels only).",
+        "unjudged (run only) and unranked (qrels only). Beyond-accuracy metrics "
+        "(catalog_coverage@10, arp@10, rbo(p=0.8)@10, ...; docs/beyond-accuracy.md) follow, "
+        "over every user of the run, from the inputs named below.",
     )
     evaluate.add_argument("run", help="the run file")
     evaluate.add_argument("qrels", help="the judgments file")
@@ -460,6 +466,7 @@ def _add_evaluate(commands: Any) -> None:
                           help="whose conventions: duckrank's own, or trec_eval's (P divides by "
                           "k, linear gain, undefined values score 0; docs/trec_eval.md)")
     _input_options(evaluate)
+    _side_options(evaluate)
     _output_options(evaluate, (*FORMATS, LONG))
     evaluate.set_defaults(handler=_evaluate)
 
@@ -534,6 +541,23 @@ def _add_plot(commands: Any) -> None:
     plot.set_defaults(handler=_plot)
 
 
+def _side_options(parser: argparse.ArgumentParser) -> None:
+    """What the beyond-accuracy metrics read besides the run (``duckrank beyond`` and
+    ``duckrank evaluate``): a second system's run and the side tables, Parquet or CSV files."""
+    group = parser.add_argument_group(
+        "beyond-accuracy inputs", "files the beyond-accuracy metrics read "
+        "(docs/beyond-accuracy.md), with the run's user and item column names")
+    group.add_argument("--other", help="a second system's run: for overlap_at, jaccard_at, rbo")
+    group.add_argument("--train", help="training interactions (user, item): popularity, "
+                       "novelty, serendipity, propensities")
+    group.add_argument("--catalog", help="the catalogue's items (item)")
+    group.add_argument("--catalog-size", type=int, help="the number of items in the catalogue")
+    group.add_argument("--embeddings", help="item embeddings (item, embedding)")
+    group.add_argument("--categories", help="item categories (item, category)")
+    group.add_argument("--propensities", help="item propensities (item, propensity) for "
+                       "ips_*; without it they are estimated from --train")
+
+
 def _beyond(args: argparse.Namespace) -> None:
     tables = {name: getattr(args, name) for name in beyond_engine.SIDE_TABLES}
     result = beyond_accuracy(
@@ -561,15 +585,7 @@ def _add_beyond(commands: Any) -> None:
     )
     beyond.add_argument("--qrels", help="the users' relevant items (user, item): for "
                         "serendipity and ips_*")
-    beyond.add_argument("--other", help="a second system's run: for overlap_at, jaccard_at, rbo")
-    beyond.add_argument("--train", help="training interactions (user, item): popularity, "
-                        "novelty, serendipity, propensities")
-    beyond.add_argument("--catalog", help="the catalogue's items (item)")
-    beyond.add_argument("--catalog-size", type=int, help="the number of items in the catalogue")
-    beyond.add_argument("--embeddings", help="item embeddings (item, embedding)")
-    beyond.add_argument("--categories", help="item categories (item, category)")
-    beyond.add_argument("--propensities", help="item propensities (item, propensity) for "
-                        "ips_*; without it they are estimated from --train")
+    _side_options(beyond)
     beyond.add_argument("--user-column", default="user", help="user column (default: user)")
     beyond.add_argument("--item-column", default="item", help="item column (default: item)")
     ranking = beyond.add_mutually_exclusive_group()

@@ -15,7 +15,9 @@ Metric requests are written ``name[(option=value, ...)][@k]`` (``ndcg@10``, ``ma
 choices come from the metric records (``duckrank.metrics``), so every metric in the registry
 is available without code here; two options belong to the evaluation itself:
 ``relevance=binary|graded`` (which reading of graded qrels) and ``min_grade=G`` (relevant means
-grade >= G in the binary reading).
+grade >= G in the binary reading). Beyond-accuracy requests (``arp@10``, ``catalog_coverage@10``;
+docs/beyond-accuracy.md) are computed by ``duckrank.engines.beyond_accuracy.beyond_values`` from
+the same run and qrels and the side tables given (``SideInputs``), and added as columns.
 
 Memory stays flat in the number of queries: the query ids are split into ranges of about
 ``ROWS_PER_BUCKET`` input rows (from a sample of the run; a query ranked by its top K counts as
@@ -43,10 +45,18 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pyarrow as pa
 
-from duckrank.files.runs import QUERY_COLUMNS, Columns, is_number_type, read_file
+from duckrank.engines.beyond_accuracy import (
+    SIDE_TABLES,
+    Request,
+    RunColumns,
+    beyond_values,
+    parse_request,
+)
+from duckrank.files.runs import QUERY_COLUMNS, Columns, file_format, is_number_type, read_file
 from duckrank.matching.sql import INTEGER_TYPES, NATIVE_SIGNED_TYPES
 from duckrank.metrics import METRICS, by_name
 from duckrank.metrics.record import Metric, Option
+from duckrank.render.beyond_accuracy import RECORDS as BEYOND_RECORDS
 from duckrank.render.quoting import quote_identifier
 
 if TYPE_CHECKING:
@@ -349,6 +359,28 @@ def parse_metrics(texts: Sequence[str],
                  for r in requests}.values())
 
 
+_BEYOND_NAMES = frozenset(m.name for m in BEYOND_RECORDS)
+
+
+def is_beyond(text: str) -> bool:
+    """Whether ``text`` requests a beyond-accuracy metric (``arp@10``, ``rbo(p=0.8)@10``: a name
+    of ``docs/beyond-accuracy.md``), which ``beyond_values`` computes instead of a SQL function
+    over (rec, truth)."""
+    match = _REQUEST.match(text)
+    return match is not None and match["name"].lower() in _BEYOND_NAMES
+
+
+def split_metrics(texts: Sequence[str], convention: Convention = CONVENTIONS["duckrank"]
+                  ) -> tuple[list[MetricRequest], list[Request]]:
+    """The accuracy requests (``parse_metrics``) and the beyond-accuracy ones
+    (``duckrank.engines.beyond_accuracy.parse_request``), each after ``expand_metric``
+    (``arp@5,10`` is two requests) and once."""
+    expanded = [one for text in texts for one in expand_metric(text)]
+    beyond = {text.strip(): parse_request(text) for text in expanded if is_beyond(text)}
+    accuracy = parse_metrics([text for text in expanded if not is_beyond(text)], convention)
+    return accuracy, list(beyond.values())
+
+
 # What an evaluation calls besides its metrics: the ranking and the TREC file readers.
 _EVALUATION_FUNCTIONS = ("to_ordered_list", "read_trec_run", "read_trec_qrels")
 
@@ -359,10 +391,11 @@ def needed_functions(metrics: Sequence[str], convention: str = "duckrank") -> li
     a request or the convention does not parse: then every function is registered and the
     evaluation names the error."""
     try:
-        requests = parse_metrics(metrics, convention_named(convention))
+        accuracy, beyond = split_metrics(metrics, convention_named(convention))
     except ValueError:
         return None
-    return [*_EVALUATION_FUNCTIONS, *dict.fromkeys(request.name for request in requests)]
+    names = [*(request.name for request in accuracy), *(request.metric.name for request in beyond)]
+    return [*_EVALUATION_FUNCTIONS, *dict.fromkeys(names)]
 
 
 def parse_metric(text: str) -> MetricRequest:
@@ -552,6 +585,8 @@ class _Columns:
     query_type: str  # the SQL type of run_query (range boundaries are cast to it)
     query_name: str  # the query column's name in the per-query output
     by: tuple[str, ...]  # run columns, as the run spells them
+    item_name: str  # the run's item column, as the run spells it
+    key_name: str  # the run's score or rank column, as the run spells it
 
     @property
     def by_select(self) -> str:
@@ -658,7 +693,7 @@ def _columns(run: _Table, qrels: _Table, names: ColumnNames, by: Sequence[str], 
         run_key_column=quote_identifier(key),
         qrels_query=query_sql[1], qrels_item=item_sql[1], grade=grade,
         query_type="VARCHAR" if ids == "varchar" else run.type_of(run_query),
-        query_name=run_query, by=by_names,
+        query_name=run_query, by=by_names, item_name=run_item, key_name=key,
     )
 
 
@@ -858,7 +893,9 @@ def _top_k(metrics: Sequence[_Metric]) -> int | None:
     """The largest cut-off when every metric has one; None when some metric reads the whole
     list."""
     cutoffs = [m.request.k for m in metrics]
-    return None if None in cutoffs else max(k for k in cutoffs if k is not None)
+    if not cutoffs or None in cutoffs:
+        return None
+    return max(k for k in cutoffs if k is not None)
 
 
 def _ranked_sql(item: str, key: str, top_k: int | None) -> str:
@@ -869,6 +906,14 @@ def _ranked_sql(item: str, key: str, top_k: int | None) -> str:
     if top_k is None:
         return f"to_ordered_list({item}, {key}, '-reverse')"
     return f"list_transform(max({{'k': {key}, 'v': {item}}}, {int(top_k)}), lambda e: e.v)"
+
+
+def _ranking_key(c: _Columns, convention: Convention) -> str:
+    """What the run's lists are sorted by, descending: the score (a C float under trec_eval's
+    convention) or the negated rank."""
+    if convention.float_scores and not c.run_key.startswith("-"):
+        return float_score_sql(c.run_key)
+    return c.run_key
 
 
 def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_Metric],
@@ -910,8 +955,7 @@ def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_
         if convention.undefined_as_zero:
             call = f"coalesce({call}, 0)"
         calls.append(f"CASE WHEN duckrank_judged THEN {call} END AS duckrank_m{index}")
-    key = (float_score_sql(c.run_key) if convention.float_scores and not c.run_key.startswith("-")
-           else c.run_key)
+    key = _ranking_key(c, convention)
     by_select = c.by_select
     sql = f"""
 WITH ranked AS (
@@ -936,6 +980,154 @@ scored AS (
   FROM ranked LEFT JOIN judged USING (duckrank_query)
 )"""
     return sql, params
+
+
+# --- beyond-accuracy metrics ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SideInputs:
+    """What beyond-accuracy requests read besides the run and the qrels (docs/beyond-accuracy.md):
+    ``other``, a second system's run (``overlap_at``, ``jaccard_at``, ``rbo``), read with the
+    run's columns; the side tables ``SIDE_TABLES``, each a Parquet or CSV path, a relation of the
+    connection, or a pandas / polars / Arrow table, with the user and item columns named as the
+    run's; and ``catalog_size``. None: not given."""
+
+    other: Any = None
+    train: Any = None
+    catalog: Any = None
+    catalog_size: int | None = None
+    embeddings: Any = None
+    categories: Any = None
+    propensities: Any = None
+
+    def given(self, name: str) -> bool:
+        return getattr(self, name) is not None
+
+
+# Inputs of which a metric needs one when its record takes both as options (its macro refuses
+# a call without either).
+_ONE_OF = (("catalog", "catalog_size"), ("propensities", "train"))
+
+
+def side_relation(con: duckdb.DuckDBPyConnection, table: Any, name: str, ids: Sequence[str],
+                  registered: list[str], spelling: Spelling = PYTHON) -> duckdb.DuckDBPyRelation:
+    """The side table given as argument ``name``: a Parquet or CSV path, a DuckDB relation, or
+    anything DuckDB scans (``as_relation``). In CSV files the ``ids`` columns (user, item) are
+    text, as ``duckrank.files`` reads run and qrels CSVs."""
+    if not isinstance(table, str | Path):
+        return as_relation(con, table, "side", {}, registered)
+    fmt = file_format(table)
+    if fmt == "parquet":
+        return con.read_parquet(str(table))
+    if fmt == "csv":
+        text = {name: "VARCHAR" for name in con.read_csv(str(table)).columns if name in ids}
+        return con.read_csv(str(table), dtype=text)
+    raise ValueError(f"{spelling.argument(name, str(table))}: give a Parquet or CSV file")
+
+
+def _evaluate_error(spelling: Spelling, message: str) -> ValueError:
+    """A ValueError naming ``evaluate`` from Python (the command line names its command)."""
+    return ValueError(message if spelling.cli else f"evaluate: {message}")
+
+
+def _check_beyond(requests: Sequence[Request], side: SideInputs, per_user: bool,
+                  spelling: Spelling) -> None:
+    """Before anything is read: beyond-accuracy values are means (over the run, or a ``by``
+    group), and every input a request reads is given."""
+    for request in requests:
+        metric = request.metric
+        if per_user:
+            refused = f"it cannot be given {spelling.argument('per_user', True)}"
+            raise _evaluate_error(spelling, (
+                f"{request.text!r} is one value for the whole run; {refused}"
+                if metric.kind == "catalogue" else
+                f"{request.text!r} is given as a mean over the run's users; {refused} (one "
+                f"value per user: the {metric.name} macro in SQL, docs/beyond-accuracy.md)"))
+        optional = {p.name for p in metric.parameters if p.default is not None}
+        needed = [(p.name,) for p in metric.parameters
+                  if p.default is None and p.name in SIDE_TABLES]
+        needed += [group for group in _ONE_OF if set(group) <= optional]
+        if metric.kind == "pair":
+            needed.append(("other",))
+        for group in needed:
+            if not any(side.given(name) for name in group):
+                wanted = " or ".join(spelling.argument(name) for name in group)
+                raise _evaluate_error(spelling, f"{request.text!r}: {metric.name} needs {wanted}, "
+                                      "which is not given")
+
+
+def _beyond_table(
+    con: duckdb.DuckDBPyConnection, requests: Sequence[Request], side: SideInputs,
+    views: tuple[str, str], c: _Columns, convention: Convention, names: ColumnNames,
+    objects: tuple[list[str], list[str]], spelling: Spelling, glob: bool,
+) -> str:
+    """A temp table of the beyond-accuracy values: one row per ``by`` group of the run (one row
+    without ``by``), the ``by`` columns then ``duckrank_b0``, ``duckrank_b1``, ... in the order of
+    ``requests``. Each group's values are ``beyond_values`` of its rows, ranked as the evaluation
+    ranks them (the same key and ties; the rows the evaluation drops left out), with the qrels'
+    relevant items (as the binary reading has them) and ``side``. ``objects``: the lists of
+    objects to drop and views to unregister after the evaluation."""
+    run_view, qrels_view = views
+    dropped, registered = objects
+    query, item = quote_identifier(c.query_name), quote_identifier(c.item_name)
+    key = _ranking_key(c, convention)
+    columns = RunColumns(c.query_name, c.item_name, "duckrank_score", grade="duckrank_grade")
+
+    def lists_input(view: str) -> str:
+        return (f"SELECT {c.run_query} AS {query}, {c.run_item} AS {item}, {key} AS "
+                f"duckrank_score FROM {view} WHERE {c.run_query} IS NOT NULL AND "
+                f"{c.run_item} IS NOT NULL AND {c.run_key_column} IS NOT NULL")
+
+    def view_of(relation: duckdb.DuckDBPyRelation, kind: str) -> str:
+        name = quote_identifier(f"duckrank_{kind}_view_{uuid.uuid4().hex}")
+        dropped.append(f"VIEW IF EXISTS {name}")
+        relation.create_view(name[1:-1])
+        return name
+
+    other = None
+    if side.given("other"):
+        relation = as_relation(con, side.other, "run", names.run, registered, glob)
+        table = _Table(relation, "other run")
+        for name, role in ((c.query_name, "query"), (c.item_name, "item"),
+                           (c.key_name, "rank" if "rank" in names.run else "score")):
+            table.column(name, role, f"{spelling.argument('other')} is read with the run's "
+                         "columns")
+        other = con.sql(lists_input(view_of(relation, "other")))
+    qrels = None
+    if any(p.name == "truth_col" for r in requests for p in r.metric.parameters):
+        qrels = con.sql(
+            f"SELECT {c.qrels_query} AS {query}, {c.qrels_item} AS {item}, "
+            f"CAST(({convention.relevant}) AS TINYINT) AS duckrank_grade "
+            f"FROM (SELECT *, {c.grade} AS g FROM {qrels_view}) WHERE {_kept(c)}")
+    tables = {
+        name: side_relation(con, getattr(side, name), name, (c.query_name, c.item_name),
+                            registered, spelling)
+        for name in SIDE_TABLES if side.given(name)
+    }
+
+    groups = quote_identifier(f"duckrank_groups_{uuid.uuid4().hex}")
+    values = quote_identifier(f"duckrank_beyond_{uuid.uuid4().hex}")
+    dropped += [f"TABLE IF EXISTS {groups}", f"TABLE IF EXISTS {values}"]
+    con.execute(f"CREATE TEMP TABLE {groups} AS " + (
+        f"SELECT row_number() OVER () AS duckrank_group, * FROM (SELECT DISTINCT "
+        f"{c.by_select[:-2]} FROM {run_view})" if c.by else "SELECT 1 AS duckrank_group"))
+    nulls = ", ".join(f"NULL::DOUBLE AS duckrank_b{n}" for n in range(len(requests)))
+    casts = ", ".join(f"CAST($b{n} AS DOUBLE)" for n in range(len(requests)))
+    con.execute(f"CREATE TEMP TABLE {values} AS SELECT {c.by_select}{nulls} FROM {groups} "
+                "LIMIT 0")
+    count = con.execute(f"SELECT count(*) FROM {groups}").fetchall()[0][0]
+    for group in range(1, count + 1):
+        # NULL is a group of its own, as in the evaluation's GROUP BY.
+        match = "".join(f" AND {name} IS NOT DISTINCT FROM (SELECT {name} FROM {groups} "
+                        f"WHERE duckrank_group = {group})"
+                        for name in map(quote_identifier, c.by))
+        found = beyond_values(con, con.sql(lists_input(run_view) + match),
+                              [r.text for r in requests], qrels=qrels, other=other,
+                              tables=tables, catalog_size=side.catalog_size, columns=columns)
+        con.execute(f"INSERT INTO {values} SELECT {c.by_select}{casts} FROM {groups} "
+                    f"WHERE duckrank_group = {group}",
+                    {f"b{n}": found[r.text] for n, r in enumerate(requests)})
+    return values
 
 
 @dataclass
@@ -992,12 +1184,14 @@ def evaluation(
     spelling: Spelling = PYTHON,
     glob: bool = False,
     convention: str = "duckrank",
+    side: SideInputs = SideInputs(),
 ) -> Iterator[Result]:
     """The evaluation on ``con`` (which must have duckrank registered), valid inside the
     ``with`` block: one row per ``by`` group (one row in all without ``by``) with the counts of
     queries scored, unjudged (in the run, not in the qrels), unranked (in the qrels, not in the
     run), the input rows dropped, and the mean of each metric over the scored queries where it
-    is defined; with ``per_user``, one row per scored query instead, ordered by query. ``run``
+    is defined, then the beyond-accuracy requests' values (``_beyond_table``; they read
+    ``side``); with ``per_user``, one row per scored query instead, ordered by query. ``run``
     and ``qrels``: file paths, relations of ``con``, or pandas, polars or Arrow tables. Every
     check (columns, ids, grades) runs before the first row is computed. The views and tables it
     makes on ``con`` are dropped after."""
@@ -1005,9 +1199,10 @@ def evaluation(
         raise ValueError(f"{spelling.argument('ids')} must be one of {', '.join(ID_MODES)}, got "
                          f"{ids!r}")
     rules = convention_named(convention, spelling)
-    requests = parse_metrics(metrics, rules)
-    if not requests:
+    requests, beyond = split_metrics(metrics, rules)
+    if not requests and not beyond:
         raise ValueError("no metric requested: name at least one, e.g. ndcg@10")
+    _check_beyond(beyond, side, per_user, spelling)
     registered: list[str] = []
     dropped_objects: list[str] = []
     try:
@@ -1026,6 +1221,10 @@ def evaluation(
         profile = _profile_qrels(con, qrels_view, c)
         _check_grades(con, qrels_view, c, requests, profile, spelling)
         metric_columns, truths = _plan_metrics(requests, profile.graded)
+        beyond_table = None
+        if beyond:
+            beyond_table = _beyond_table(con, beyond, side, (run_view, qrels_view), c, rules,
+                                         names, (dropped_objects, registered), spelling, glob)
 
         # Per run group: its rows, its queries (when the top K may serve: an estimate, for the
         # lists' mean length), and in rows of their own the rows dropped (a NULL query, item,
@@ -1105,10 +1304,19 @@ def evaluation(
             f"sum(unjudged)::BIGINT AS {unjudged}, "
             f"($judged - sum(scored))::BIGINT AS {unranked}, "
             f"(sum(dropped) + $qrels_dropped)::BIGINT AS {dropped}{means} FROM {partials}"
-            + (f"{c.group_by} ORDER BY ALL" if c.by else "")
+            f"{c.group_by}"
         )
+        if beyond_table is not None:
+            same_group = " AND ".join(f"s.{name} IS NOT DISTINCT FROM b.{name}"
+                                      for name in map(quote_identifier, c.by)) or "true"
+            appended = "".join(f", b.duckrank_b{n} AS {quote_identifier(r.text)}"
+                               for n, r in enumerate(beyond))
+            summary = (f"SELECT s.*{appended} FROM ({summary}) s "
+                       f"LEFT JOIN {beyond_table} b ON {same_group}")
+        summary += " ORDER BY ALL" if c.by else ""
         params = {"judged": judged_queries, "qrels_dropped": profile.dropped}
-        yield Result([*c.by, *COUNT_COLUMNS, *labels], con, lambda: iter([(summary, params)]))
+        columns = [*c.by, *COUNT_COLUMNS, *labels, *(r.text for r in beyond)]
+        yield Result(columns, con, lambda: iter([(summary, params)]))
     finally:
         for name in dropped_objects:
             con.execute(f"DROP {name}")
@@ -1133,6 +1341,13 @@ def evaluate(
     ids: str = "typed",
     glob: bool = False,
     convention: str = "duckrank",
+    other: Any = None,
+    train: Any = None,
+    catalog: Any = None,
+    catalog_size: int | None = None,
+    embeddings: Any = None,
+    categories: Any = None,
+    propensities: Any = None,
     connection: duckdb.DuckDBPyConnection | None = None,
 ) -> pandas.DataFrame:
     """Score ``run`` against ``qrels`` and return a pandas DataFrame with one column per metric.
@@ -1163,6 +1378,23 @@ def evaluate(
     judged query whose value is undefined (no relevant item) scores 0 and counts in the mean,
     scores tie when equal as single-precision floats, relevant means grade >= 1, and ndcg
     without a cut-off ranks every relevant item in its ideal list.
+
+    Beyond-accuracy requests (``catalog_coverage@10``, ``arp@10``, ``rbo(p=0.8)@10``,
+    ``ips_recall@10``, ...; docs/beyond-accuracy.md) come after the accuracy columns, named as
+    written, computed by ``duckrank.engines.beyond_accuracy.beyond_values`` (the numbers of
+    ``duckrank.reports.beyond_accuracy.beyond_accuracy``) from the run's lists as ranked here
+    (rows with a NULL query, item or score left out) over every user of the run, judged or not:
+    catalogue metrics one value, per-user ones averaged over the users (undefined values
+    skipped), list similarities over the users both runs have; ``serendipity`` and ``ips_*``
+    read the qrels' relevant items (grade > 0; grade >= 1 under trec_eval's convention). With
+    ``by``, one value per group, from the group's rows alone; with ``per_user=True`` they are an
+    error (a per-user value is the metric's SQL table macro). What they read: ``other``, a
+    second system's run with the run's columns (``overlap_at``, ``jaccard_at``, ``rbo``), and
+    the side tables ``train`` (user, item), ``catalog`` (item) or ``catalog_size``,
+    ``embeddings`` (item, embedding), ``categories`` (item, category), ``propensities`` (item,
+    propensity; else estimated from ``train``), whose user and item columns are named as the
+    run's; each a Parquet or CSV path, a relation of ``connection``, or a data frame. A request
+    whose input is not given is an error naming the argument.
     """
     from duckrank.engines.duckdb import connect, register
 
@@ -1178,8 +1410,10 @@ def evaluate(
     con = (register(connection) if connection is not None
            else connect(functions=needed_functions(metrics, convention)))
     try:
+        side = SideInputs(other, train, catalog, catalog_size, embeddings, categories,
+                          propensities)
         with evaluation(con, run, qrels, metrics, by or (), per_user, names, ids,
-                        glob=glob, convention=convention) as result:
+                        glob=glob, convention=convention, side=side) as result:
             return result.df()
     finally:
         if connection is None:

@@ -6,33 +6,15 @@ inverse-propensity weighted accuracy) of a run from Python: files or data frames
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from duckrank.engines.beyond_accuracy import RunColumns, beyond_values
-from duckrank.evaluation import as_relation
-from duckrank.files.runs import file_format
+from duckrank.evaluation import as_relation, side_relation
 
 if TYPE_CHECKING:
     import pandas
-
-
-def _side_relation(con: duckdb.DuckDBPyConnection, table: Any, registered: list[str],
-                   columns: RunColumns) -> duckdb.DuckDBPyRelation:
-    """A side table: a Parquet or CSV path, a DuckDB relation, or anything DuckDB scans. In CSV
-    files the user and item columns are text, as ``duckrank.files`` reads run and qrels CSVs."""
-    if not isinstance(table, str | Path):
-        return as_relation(con, table, "side", {}, registered)
-    fmt = file_format(table)
-    if fmt == "parquet":
-        return con.read_parquet(str(table))
-    if fmt == "csv":
-        ids = {c: "VARCHAR" for c in con.read_csv(str(table)).columns
-               if c in (columns.user, columns.item)}
-        return con.read_csv(str(table), dtype=ids)
-    raise ValueError(f"side table {str(table)!r}: give a Parquet or CSV file")
 
 
 def beyond_accuracy(
@@ -89,7 +71,8 @@ def beyond_accuracy(
                                       **({"grade": grade_column} if grade_column else {})},
                 registered),
             other=None if other is None else as_relation(con, other, "run", roles, registered),
-            tables={name: _side_relation(con, table, registered, columns)
+            tables={name: side_relation(con, table, name, (user_column, item_column),
+                                        registered)
                     for name, table in side.items() if table is not None},
             catalog_size=catalog_size, columns=columns,
         )
