@@ -47,6 +47,7 @@ from duckrank.evaluation import (
     as_relation,
     column_names,
     evaluation,
+    is_beyond,
     needed_functions,
     reader_columns,
 )
@@ -587,6 +588,10 @@ def _per_query_table(con: duckdb.DuckDBPyConnection, inputs: Inputs, options: Op
     run at a time (the qrels are read once per system). One long run with ``by``: one
     evaluation with the system column as its ``by`` column."""
     systems_in, spelling = inputs.systems, inputs.spelling
+    beyond = [text for text in inputs.metrics if is_beyond(text)]
+    if beyond:  # before any file is read
+        raise _error(spelling, f"{beyond[0]!r} is a beyond-accuracy metric, which is not "
+                     "compared query by query; duckrank.evaluate gives it per system")
     registered: list[str] = []
     try:
         with _temporary(con) as temporary:

@@ -265,6 +265,9 @@ def test_bad_runs(shared, data, tmp_path) -> None:
         _compare(shared, [tmp_path / "a" / "run.csv", tmp_path / "b" / "run.csv"], qrels, "mrr")
     with pytest.raises(ValueError, match="by='tag': the run has no such column"):
         _compare(shared, runs["low"], qrels, ["ndcg@10"], by="tag")
+    with pytest.raises(ValueError, match="compare: 'arp@10' is a beyond-accuracy metric, which "
+                                         "is not compared query by query"):
+        _compare(shared, runs, qrels, ["ndcg@10", "arp@10"])
 
 
 def test_plot_draws_the_reports_differences(shared, data, tmp_path) -> None:
