@@ -586,9 +586,10 @@ static int build_graph(scratch *s, buffer_id first, idx_t n, const int32_t *from
 			g->level[t] = level > next_level ? level : next_level; /* a max, not a branch */
 			/* Parents are placed in topological order and listed from the end of their group. */
 			g->parents[g->parent_start[t] + g->waiting[t] - 1] = (int32_t)head;
-			if (--g->waiting[t] == 0) {
-				g->order[tail++] = t;
-			}
+			/* Written whether or not t is ready (order has room for it): which node completes
+			 * is random, a branch on it would be mispredicted. */
+			g->order[tail] = t;
+			tail += --g->waiting[t] == 0;
 		}
 	}
 	g->placed = tail;
@@ -658,53 +659,86 @@ INLINE int has_bit(const uint64_t *set, idx_t bit) {
 	return (set[bit / 64] >> (bit % 64)) & 1;
 }
 
-/* Rows of at most this many lanes OR every parent's row in: testing first whether the row already
- * holds a parent's bit, a branch taken about half the time at random, costs more. */
-#define SKIP_LANES 8
-
 /* The truth's ancestor sets, reflexive, by topological position: row k (of `stride` words, a whole
- * number of lanes) is the set of order[k], bit j standing for order[j]. Ancestors come before a
- * node in that order, so row k's bits lie in its first span(k) = k / 256 + 1 lanes, and only
- * those are computed. A row is the OR of its parents' rows, final when read: the nearest parent's
- * is copied, and in long rows a later parent whose bit the row already holds is skipped (it came
- * with another parent's row, which holds all of its ancestors; parents are listed nearest first,
- * so on a deep truth most are). Every parent's row is read over the child's span, the same for
- * 256 rows in a row (a loop the CPU predicts): its lanes past its own span are zeroed when a
- * child first needs them (`ready`, n entries, counts each row's valid lanes). */
-INLINE void ancestor_rows(const graph *g, uint64_t *rows, idx_t stride, int32_t *ready) {
+ * number of lanes) is the set of order[k], bit j standing for order[j], the OR of its parents'
+ * rows (final when read, as parents come first in that order) and its own bit. */
+
+/* Rows of at most this many lanes (truths of up to 2,048 nodes) are computed whole, in registers
+ * (`lane_count` is a constant in each copy the switch of `ancestor_rows` inlines): every parent's
+ * row ORed in, one loop per row for the CPU to predict and no store and reload of the row per
+ * parent. Testing first whether the row already holds a parent's bit (see `long_rows`), a branch
+ * taken about half the time at random, costs more than these ORs. */
+#define SHORT_LANES 8
+
+INLINE void short_rows(const graph *g, uint64_t *rows, idx_t lane_count) {
+	for (idx_t k = 0; k < g->n; k++) {
+		int32_t u = g->order[k];
+		lanes set[SHORT_LANES];
+		for (idx_t w = 0; w < lane_count; w++) {
+			set[w] = (lanes){0, 0, 0, 0};
+		}
+		const int32_t *parent = g->parents + g->parent_start[u], *end = g->parents + g->parent_start[u + 1];
+		for (; parent < end; parent++) {
+			const lanes *other = (const lanes *)(rows + (idx_t)*parent * lane_count * LANE_WORDS);
+			for (idx_t w = 0; w < lane_count; w++) {
+				set[w] |= other[w];
+			}
+		}
+		set[k / LANE_BITS][k % LANE_BITS / 64] |= (uint64_t)1 << (k % 64);
+		lanes *own = (lanes *)(rows + k * lane_count * LANE_WORDS);
+		for (idx_t w = 0; w < lane_count; w++) {
+			own[w] = set[w];
+		}
+	}
+}
+
+/* Longer rows: ancestors' bits lie in row k's first span(k) = k / 256 + 1 lanes, and only those
+ * are computed. Each parent's row is read over the child's span, the same for 256 rows in a row
+ * (loops the CPU predicts): its lanes past its own span are zeroed when a child first needs them
+ * (`ready`, n entries, counts each row's valid lanes). A parent whose bit the row already holds
+ * is skipped: it came with a nearer parent's row, which holds all of its ancestors (parents are
+ * listed nearest first, so on a deep truth most are skipped). */
+INLINE void long_rows(const graph *g, uint64_t *rows, idx_t stride, int32_t *ready) {
 	for (idx_t k = 0; k < g->n; k++) {
 		int32_t u = g->order[k];
 		uint64_t *row = rows + k * stride;
 		lanes *own = (lanes *)row;
-		const int32_t *parent = g->parents + g->parent_start[u], *end = g->parents + g->parent_start[u + 1];
 		idx_t span = k / LANE_BITS + 1;
-		for (const int32_t *at = parent; at < end; at++) {
-			idx_t p = (idx_t)*at;
-			if (at > parent && span > SKIP_LANES && has_bit(row, p)) {
+		for (idx_t w = 0; w < span; w++) {
+			own[w] = (lanes){0, 0, 0, 0};
+		}
+		const int32_t *parent = g->parents + g->parent_start[u], *end = g->parents + g->parent_start[u + 1];
+		for (; parent < end; parent++) {
+			idx_t p = (idx_t)*parent;
+			if (has_bit(row, p)) {
 				continue;
 			}
 			lanes *other = (lanes *)(rows + p * stride);
-			for (idx_t w = (idx_t)ready[p]; w < span; w++) { /* rarely: p in an earlier band */
+			for (idx_t w = (idx_t)ready[p]; w < span; w++) { /* rarely any */
 				other[w] = (lanes){0, 0, 0, 0};
 			}
 			ready[p] = (int32_t)span; /* spans only grow with k */
-			if (at == parent) {
-				for (idx_t w = 0; w < span; w++) {
-					own[w] = other[w];
-				}
-			} else {
-				for (idx_t w = 0; w < span; w++) {
-					own[w] |= other[w];
-				}
-			}
-		}
-		if (parent == end) {
 			for (idx_t w = 0; w < span; w++) {
-				own[w] = (lanes){0, 0, 0, 0};
+				own[w] |= other[w];
 			}
 		}
 		row[k / 64] |= (uint64_t)1 << (k % 64);
 		ready[k] = (int32_t)span;
+	}
+}
+
+/* Rows are `stride` words; short ones are written whole, long ones over their span. */
+INLINE void ancestor_rows(const graph *g, uint64_t *rows, idx_t stride, int32_t *ready) {
+	switch (stride / LANE_WORDS) {
+	case 1: short_rows(g, rows, 1); break;
+	case 2: short_rows(g, rows, 2); break;
+	case 3: short_rows(g, rows, 3); break;
+	case 4: short_rows(g, rows, 4); break;
+	case 5: short_rows(g, rows, 5); break;
+	case 6: short_rows(g, rows, 6); break;
+	case 7: short_rows(g, rows, 7); break;
+	case 8: short_rows(g, rows, 8); break;
+	default: long_rows(g, rows, stride, ready); break;
 	}
 }
 
@@ -945,16 +979,15 @@ static int64_t considered(duckdb_function_info info, const char *name, const fin
 	idx_t m = 0;
 	for (idx_t i = 0; i < t.length; i++) {
 		int32_t a = from[i], b = to[i];
-		if (a < 0 || b < 0 || !is_valid(truth->pair_valid, t.offset + i)) {
-			continue; /* a preference about an unranked item is not considered */
-		}
-		if (a == b) {
+		/* Kept unless about an unranked item; without a branch, as which are is random. */
+		int keep = ((a | b) >= 0) & is_valid(truth->pair_valid, t.offset + i);
+		if (keep & (a == b)) {
 			self_error(info, name, "truth", &truth->better, t.offset + i);
 			return -1;
 		}
 		from[m] = a;
 		to[m] = b;
-		m++;
+		m += (idx_t)keep;
 	}
 	return (int64_t)m;
 }
