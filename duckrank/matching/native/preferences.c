@@ -24,12 +24,12 @@
  * and popcounts: at most about (preferences x nodes / 64) word operations, in practice a fraction.
  *
  * Memory: each call holds one row's scratch at a time (tables, edges, graphs, bitsets: for edrc
- * 16 to 32 bytes per ranked item and per preference, plus nodes^2 / 8 bytes per bit matrix: one
- * for edrc, three for edrc_preferences), reused
- * from row to row and freed at the end of the call. It is counted against memory_limit in an
- * account of the database's calls to these functions, as match.c counts its own (its budget and
- * byte formatting are copied here, as match.c keeps them private): a row that would take the
- * calls past memory_limit fails with an error worded as DuckDB's "Out of Memory Error".
+ * 16 to 32 bytes per ranked item and per preference, plus about nodes^2 / 8 bytes per bit matrix
+ * (rows of whole 256-bit lanes): one for edrc, three for edrc_preferences), reused from row to row
+ * and freed at the end of the call. It is counted against memory_limit in the same account as
+ * match.c's matching step (budget.h: one per database), so that the two together never hold more
+ * than memory_limit: a row that would take them past it fails with an error worded as DuckDB's
+ * "Out of Memory Error".
  */
 #define DUCKDB_EXTENSION_API_VERSION_MAJOR 1
 #define DUCKDB_EXTENSION_API_VERSION_MINOR 2
@@ -38,81 +38,13 @@
 
 DUCKDB_EXTENSION_EXTERN
 
+#include "budget.h"
 #include "preferences.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* --- the memory account (as in match.c) ------------------------------------------------------ */
-
-typedef struct {
-	atomic_llong held;  /* bytes the calls running right now hold */
-	int64_t load_limit; /* memory_limit when the extension was loaded; INT64_MAX if unreadable */
-	atomic_int references;
-} budget;
-
-static void drop_budget(void *data) {
-	budget *b = (budget *)data;
-	if (atomic_fetch_sub(&b->references, 1) == 1) {
-		free(b);
-	}
-}
-
-/* memory_limit as current_setting() gives it ("476.8 MiB"), in bytes; -1 when it is not of that
- * form. Parsed by hand: strtod follows the C locale's decimal point. */
-static int64_t parse_bytes(const char *text, idx_t length) {
-	static const struct {
-		const char *unit;
-		double factor;
-	} units[] = {{"bytes", 1.0}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
-	             {"TiB", 1099511627776.0}, {"PiB", 1125899906842624.0}};
-	double value = 0.0, scale = 1.0;
-	idx_t i = 0;
-	int digits = 0, fraction = 0;
-	for (; i < length && ((text[i] >= '0' && text[i] <= '9') || (text[i] == '.' && !fraction)); i++) {
-		if (text[i] == '.') {
-			fraction = 1;
-		} else {
-			if (fraction) {
-				scale /= 10.0;
-				value += (text[i] - '0') * scale;
-			} else {
-				value = value * 10.0 + (text[i] - '0');
-			}
-			digits++;
-		}
-	}
-	while (i < length && text[i] == ' ') {
-		i++;
-	}
-	for (size_t u = 0; digits > 0 && u < sizeof(units) / sizeof(units[0]); u++) {
-		size_t unit_length = strlen(units[u].unit);
-		if (length - i == unit_length && memcmp(text + i, units[u].unit, unit_length) == 0) {
-			double bytes = value * units[u].factor;
-			return bytes >= 9.2e18 ? INT64_MAX : (int64_t)bytes;
-		}
-	}
-	return -1;
-}
-
-/* Bytes as DuckDB writes them in its errors: "0 bytes", "256.0 KiB", "476.8 MiB". */
-static void format_bytes(int64_t bytes, char out[32]) {
-	static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-	if (bytes < 1024) {
-		snprintf(out, 32, "%lld bytes", (long long)bytes);
-		return;
-	}
-	double value = (double)bytes / 1024.0;
-	int unit = 0;
-	while (value >= 1024.0 && unit < 4) {
-		value /= 1024.0;
-		unit++;
-	}
-	snprintf(out, 32, "%.1f %s", value, units[unit]);
-}
 
 /* A growable allocation of the scratch, kept from row to row. */
 typedef struct {
@@ -128,31 +60,10 @@ typedef enum {
 } buffer_id;
 
 typedef struct {
-	budget *account;
-	int64_t limit;     /* memory_limit for this call, in bytes */
-	int64_t held;      /* this call's bytes in account->held */
-	int64_t refused;   /* the allocation memory_limit refused, and what was held then */
-	int64_t held_then;
-	int no_memory;     /* malloc itself failed */
+	claim memory;  /* the call's part of the database's account (budget.h) */
+	int no_memory; /* malloc itself failed */
 	buffer buffers[B_COUNT];
 } scratch;
-
-static int take(scratch *s, int64_t bytes) {
-	long long before = atomic_fetch_add(&s->account->held, bytes);
-	if (bytes > s->limit - before) {
-		atomic_fetch_sub(&s->account->held, bytes);
-		s->refused = bytes;
-		s->held_then = before;
-		return 0;
-	}
-	s->held += bytes;
-	return 1;
-}
-
-static void give_back(scratch *s, int64_t bytes) {
-	atomic_fetch_sub(&s->account->held, bytes);
-	s->held -= bytes;
-}
 
 /* Buffer `id` with room for `bytes` (its old content is not kept); NULL when memory_limit or malloc
  * refuses. */
@@ -167,9 +78,9 @@ static void *reserve(scratch *s, buffer_id id, size_t bytes) {
 	}
 	free(b->data);
 	b->data = NULL;
-	give_back(s, (int64_t)b->bytes);
+	claim_give_back(&s->memory, (int64_t)b->bytes);
 	b->bytes = 0;
-	if (!take(s, (int64_t)grown)) {
+	if (!claim_take(&s->memory, (int64_t)grown)) {
 		return NULL;
 	}
 	/* Aligned to a cache line, so that rows of bitsets (multiples of 32 bytes) are aligned for
@@ -177,7 +88,7 @@ static void *reserve(scratch *s, buffer_id id, size_t bytes) {
 	 * requires a multiple of the alignment. */
 	b->data = aligned_alloc(64, grown);
 	if (!b->data) {
-		give_back(s, (int64_t)grown);
+		claim_give_back(&s->memory, (int64_t)grown);
 		s->no_memory = 1;
 		return NULL;
 	}
@@ -189,7 +100,7 @@ static void release(scratch *s) {
 	for (int i = 0; i < B_COUNT; i++) {
 		free(s->buffers[i].data);
 	}
-	give_back(s, s->held);
+	claim_end(&s->memory);
 }
 
 static void set_error(duckdb_function_info info, const char *name, const char *problem) {
@@ -204,14 +115,8 @@ static void memory_error(duckdb_function_info info, const char *name, const scra
 		set_error(info, name, "out of memory in the native preference step");
 		return;
 	}
-	char wanted[32], held[32], limit[32], problem[512];
-	format_bytes(s->refused, wanted);
-	format_bytes(s->held_then, held);
-	format_bytes(s->limit, limit);
-	snprintf(problem, sizeof(problem),
-	         "Out of Memory Error: the native preference step could not allocate %s for a row of %llu items "
-	         "(%s/%s used by it): that would exceed memory_limit. Increase it (SET memory_limit='...GB')",
-	         wanted, (unsigned long long)items, held, limit);
+	char problem[512];
+	claim_refusal(&s->memory, "preference", items, "items", problem, sizeof(problem));
 	set_error(info, name, problem);
 }
 
@@ -1088,37 +993,10 @@ ROW_KERNEL static int edrc_row(row_context *c, idx_t n, const int32_t *from, con
 	return 1;
 }
 
-static budget *account_of(duckdb_function_info info) {
-	return (budget *)duckdb_scalar_function_get_extra_info(info);
-}
-
-/* memory_limit for a call: the optional argument after `arguments` ones, else its value at load;
- * -1 with the error set when the argument is not a size. */
-static int64_t limit_of(duckdb_function_info info, const char *name, duckdb_data_chunk input, idx_t arguments) {
-	if (duckdb_data_chunk_get_column_count(input) > arguments && duckdb_data_chunk_get_size(input) > 0) {
-		duckdb_vector setting = duckdb_data_chunk_get_vector(input, arguments);
-		if (is_valid(duckdb_vector_get_validity(setting), 0)) {
-			const duckdb_string_t *text = (const duckdb_string_t *)duckdb_vector_get_data(setting);
-			uint32_t length = text->value.inlined.length;
-			int64_t limit = parse_bytes(string_data(text), length);
-			if (limit < 0) {
-				char problem[160];
-				snprintf(problem, sizeof(problem),
-				         "memory_limit '%.*s' is not a size as current_setting('memory_limit') gives it",
-				         length > 64 ? 64 : (int)length, string_data(text));
-				set_error(info, name, problem);
-			}
-			return limit;
-		}
-	}
-	return account_of(info)->load_limit;
-}
-
 static scratch new_scratch(duckdb_function_info info, int64_t limit) {
 	scratch s;
 	memset(&s, 0, sizeof(s));
-	s.account = account_of(info);
-	s.limit = limit;
+	s.memory = claim_start(info, limit);
 	return s;
 }
 
@@ -1153,7 +1031,7 @@ static void edrc_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb
 		set_error(info, name, NOT_HANDLED);
 		return;
 	}
-	int64_t limit = limit_of(info, name, input, 4);
+	int64_t limit = budget_limit(info, name, input, 4);
 	if (limit < 0) {
 		return;
 	}
@@ -1248,7 +1126,7 @@ static void edrc_preferences_rows(duckdb_function_info info, duckdb_data_chunk i
 		set_error(info, name, NOT_HANDLED);
 		return;
 	}
-	int64_t limit = limit_of(info, name, input, 6);
+	int64_t limit = budget_limit(info, name, input, 6);
 	if (limit < 0) {
 		return;
 	}
@@ -1516,7 +1394,7 @@ static void correlation_rows(duckdb_function_info info, duckdb_data_chunk input,
 		set_error(info, name, NOT_HANDLED);
 		return;
 	}
-	int64_t limit = limit_of(info, name, input, 4);
+	int64_t limit = budget_limit(info, name, input, 4);
 	if (limit < 0) {
 		return;
 	}
@@ -1601,81 +1479,29 @@ static void correlation_rows(duckdb_function_info info, duckdb_data_chunk input,
 
 /* --- registration ----------------------------------------------------------------------------- */
 
-/* memory_limit when the extension is loaded (INT64_MAX when it cannot be read). */
-static int64_t memory_limit_now(duckdb_connection connection) {
-	duckdb_result result;
-	int64_t limit = INT64_MAX;
-	if (duckdb_query(connection, "SELECT current_setting('memory_limit')", &result) == DuckDBSuccess) {
-		char *text = duckdb_value_varchar(&result, 0, 0);
-		if (text) {
-			limit = parse_bytes(text, strlen(text));
-			limit = limit < 0 ? INT64_MAX : limit;
-			duckdb_free(text);
-		}
-	}
-	duckdb_destroy_result(&result);
-	return limit;
-}
-
-/* `name` with `count` parameters and with one more, memory_limit (VARCHAR), counting against
- * `account`. */
-static duckdb_state register_set(duckdb_connection connection, const char *name, duckdb_logical_type *parameters,
-                                 idx_t count, duckdb_logical_type result, duckdb_scalar_function_t body,
-                                 budget *account, duckdb_logical_type varchar) {
-	duckdb_scalar_function_set set = duckdb_create_scalar_function_set(name);
-	duckdb_state state = DuckDBSuccess;
-	for (idx_t arity = count; arity <= count + 1 && state == DuckDBSuccess; arity++) {
-		duckdb_scalar_function function = duckdb_create_scalar_function();
-		duckdb_scalar_function_set_name(function, name);
-		for (idx_t i = 0; i < arity; i++) {
-			duckdb_scalar_function_add_parameter(function, i < count ? parameters[i] : varchar);
-		}
-		duckdb_scalar_function_set_return_type(function, result);
-		duckdb_scalar_function_set_function(function, body);
-		duckdb_scalar_function_set_special_handling(function); /* NULLs are handled row by row */
-		atomic_fetch_add(&account->references, 1);
-		duckdb_scalar_function_set_extra_info(function, account, drop_budget);
-		state = duckdb_add_scalar_function_to_set(set, function);
-		duckdb_destroy_scalar_function(&function);
-	}
-	if (state == DuckDBSuccess) {
-		state = duckdb_register_scalar_function_set(connection, set);
-	}
-	duckdb_destroy_scalar_function_set(&set);
-	return state;
-}
-
-duckdb_state duckrank_register_preferences(duckdb_connection connection) {
-	budget *account = (budget *)malloc(sizeof(budget));
-	if (!account) {
-		return DuckDBError;
-	}
-	atomic_init(&account->held, 0);
-	atomic_init(&account->references, 1); /* this function's, dropped at its end */
-	account->load_limit = memory_limit_now(connection);
-
+duckdb_state duckrank_register_preferences(duckdb_connection connection, budget *account) {
 	duckdb_logical_type any = duckdb_create_logical_type(DUCKDB_TYPE_ANY);
 	duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
 	duckdb_logical_type real = duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE);
 	duckdb_logical_type reals = duckdb_create_list_type(real);
 
+	/* Each also takes memory_limit as a last argument (budget_register); NULLs are handled row
+	 * by row. */
 	duckdb_logical_type edrc[] = {any, any, varchar, varchar};
 	duckdb_logical_type edrc_preferences[] = {any, any, varchar, varchar, varchar, real};
 	duckdb_logical_type correlation[] = {varchar, any, any, reals};
-	duckdb_state state =
-	    register_set(connection, "duckrank_native_edrc", edrc, 4, real, edrc_rows, account, varchar);
+	duckdb_state state = budget_register(connection, account, "duckrank_native_edrc", edrc, 4, real, edrc_rows, 1);
 	if (state == DuckDBSuccess) {
-		state = register_set(connection, "duckrank_native_edrc_preferences", edrc_preferences, 6, real,
-		                     edrc_preferences_rows, account, varchar);
+		state = budget_register(connection, account, "duckrank_native_edrc_preferences", edrc_preferences, 6, real,
+		                        edrc_preferences_rows, 1);
 	}
 	if (state == DuckDBSuccess) {
-		state = register_set(connection, "duckrank_native_correlation", correlation, 4, real, correlation_rows,
-		                     account, varchar);
+		state = budget_register(connection, account, "duckrank_native_correlation", correlation, 4, real,
+		                        correlation_rows, 1);
 	}
 	duckdb_logical_type *types[] = {&any, &varchar, &real, &reals};
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		duckdb_destroy_logical_type(types[i]);
 	}
-	drop_budget(account);
 	return state;
 }
