@@ -579,21 +579,26 @@ INLINE void short_rows(const graph *g, uint64_t *rows, idx_t lane_count) {
 	for (idx_t k = 0; k < g->n; k++) {
 		int32_t u = g->order[k];
 		lanes set[SHORT_LANES];
+		/* Unrolled: `set` stays in registers only when every index is a constant. */
+#pragma GCC unroll 8
 		for (idx_t w = 0; w < lane_count; w++) {
 			set[w] = (lanes){0, 0, 0, 0};
 		}
 		const int32_t *parent = g->parents + g->parent_start[u], *end = g->parents + g->parent_start[u + 1];
 		for (; parent < end; parent++) {
 			const lanes *other = (const lanes *)(rows + (idx_t)*parent * lane_count * LANE_WORDS);
+#pragma GCC unroll 8
 			for (idx_t w = 0; w < lane_count; w++) {
 				set[w] |= other[w];
 			}
 		}
-		set[k / LANE_BITS][k % LANE_BITS / 64] |= (uint64_t)1 << (k % 64);
 		lanes *own = (lanes *)(rows + k * lane_count * LANE_WORDS);
+#pragma GCC unroll 8
 		for (idx_t w = 0; w < lane_count; w++) {
 			own[w] = set[w];
 		}
+		/* Set in memory: indexing `set` by k would keep it out of registers. */
+		rows[k * lane_count * LANE_WORDS + k / 64] |= (uint64_t)1 << (k % 64);
 	}
 }
 
