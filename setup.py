@@ -13,6 +13,7 @@ setup(
             "duckrank.matching.native._match",
             sources=[
                 "duckrank/matching/native/match.c",
+                "duckrank/matching/native/budget.c",
                 "duckrank/matching/native/preferences.c",
             ],
             include_dirs=["duckrank/matching/native/duckdb_capi"],

@@ -10,6 +10,8 @@ plain-Python reference and scipy; the expected errors are the Python path's mess
 from __future__ import annotations
 
 import random
+import re
+import threading
 
 import duckdb
 import pytest
@@ -189,6 +191,24 @@ def test_rows_of_many_vectors_and_long_lists(both):
                 values(python_only, sql, [recs, truths]))
 
 
+def test_truths_of_more_than_2048_nodes(both):
+    # Ancestor rows of more than 8 lanes (2,048 bits) take the other closure (rows over their own
+    # span, parents already held skipped, lanes zeroed when a child first reads them): rows of
+    # 2,100 to 2,700 ranked items, deep truths (a hidden order).
+    rng = random.Random(11)
+    recs, truths = [], []
+    for size in (2100, 2700):
+        pool = list(range(size + 100))
+        recs.append(rng.sample(pool, size))
+        truths.append(random_dag(rng, pool, 4 * size))
+    for discount in ("linear", "ap"):
+        sql = (f"SELECT edrc(rec, truth, '{discount}') "
+               "FROM (SELECT unnest($1) AS rec, unnest($2) AS truth)")
+        with_native, python_only = both
+        assert_same(values(with_native, sql, [recs, truths]),
+                    values(python_only, sql, [recs, truths]))
+
+
 # --- errors, worded as the Python path words them ------------------------------------------
 
 @pytest.mark.parametrize(
@@ -243,6 +263,40 @@ def test_a_row_over_memory_limit_fails_with_an_out_of_memory_error():
         con.execute(sql).fetchall()
     # A short chain in the same database: ranked as the truth says, so EDRC = 1.
     assert con.execute(sql.replace("30000", "100")).fetchall() == [(1.0,)]
+    con.close()
+
+
+def test_the_matching_and_preference_steps_share_one_memory_budget():
+    # memory_limit '64MB' is 61.0 MiB. An edrc call over rows of a 16,000-item chain holds 32 MiB
+    # for as long as it runs (its ancestor bitsets: 16,000 rows x 252 words x 8 bytes = 32.3 MB,
+    # reserved as 32 MiB); ndcg's matching of a 300,000-item truth needs another 32 MiB (its
+    # hash table), which fits alone but not next to the edrc call: 64 MiB > 61.0 MiB. Before, the
+    # two steps kept an account each, so together they could hold twice memory_limit.
+    con = duckrank.connect(config={"memory_limit": "64MB"})
+    preferences, matching = duckrank.register(con.cursor()), duckrank.register(con.cursor())
+    edrc = ("SELECT sum(edrc(r, list_transform(r[2:], lambda i: (i - 1, i)))) "
+            "FROM (SELECT range(16000 + x - x) AS r FROM range(150) t(x))")  # x: not folded
+    ndcg = ("SELECT ndcg(r, t, 10) FROM (SELECT range(10) AS r, range(300000 + x - x) AS t "
+            "FROM range(1) t(x))")
+    assert matching.execute(ndcg).fetchall() == [(1.0,)]  # alone, each fits
+    assert preferences.execute(edrc.replace("150", "1")).fetchall() == [(1.0,)]
+    refusals: list[str] = []
+
+    def run(cursor: duckdb.DuckDBPyConnection, sql: str) -> None:
+        try:
+            cursor.execute(sql).fetchall()
+        except duckdb.Error as error:
+            refusals.append(str(error))
+
+    running = threading.Thread(target=run, args=(preferences, edrc))
+    running.start()
+    while running.is_alive():  # whichever step comes second is refused
+        run(matching, ndcg)
+    running.join()
+    assert refusals, "neither step saw the other's memory"
+    assert re.search(r"(ndcg|edrc): Out of Memory Error: the native (matching|preference) step "
+                     r"could not allocate 32\.0 MiB for a row of \d+ (truth )?items "
+                     r"\(3\d\.\d MiB/61\.0 MiB used by it\)", refusals[0]), refusals[0]
     con.close()
 
 

@@ -51,13 +51,14 @@
  * list), the chunk's hit positions (duckrank_match) or the longest truth's grades, to sort
  * (duckrank_graded), allocated with malloc. The C API (v1.2.0 and later alike)
  * has no allocation that DuckDB counts against memory_limit (duckdb_malloc is plain malloc), so
- * the step keeps its own account: the bytes that all calls in one database hold at once never go
+ * the extension keeps its own account (budget.c), one per database, shared with the preference
+ * functions (preferences.c): the bytes that all their calls in one database hold at once never go
  * past memory_limit; a call that would need more fails, naming the function, with an error
  * worded as DuckDB's "Out of Memory Error" (the SQL matching step fails on such rows with
  * DuckDB's own). The limit is memory_limit as the query sees it when the macros pass
- * `current_setting('memory_limit')` as a last argument (both functions accept one), else its
+ * `current_setting('memory_limit')` as a last argument (every function accepts one), else its
  * value when the extension was loaded. DuckDB's own memory is not visible through the C API, so
- * the account covers this step's allocations only.
+ * the account covers the extension's allocations only.
  */
 #define DUCKDB_EXTENSION_NAME duckrank_native
 #define DUCKDB_EXTENSION_API_VERSION_MAJOR 1
@@ -67,6 +68,7 @@
 
 DUCKDB_EXTENSION_EXTERN
 
+#include "budget.h"
 #include "preferences.h"
 
 #include <math.h>
@@ -252,74 +254,6 @@ typedef struct {
 	uint32_t stamp, consumed;
 } slot_string;
 
-/* The account of one database's memory_limit (see the top of this file), shared by every
- * function the extension registers there: each holds a reference, the last one frees it. */
-typedef struct {
-	atomic_llong held; /* bytes the calls running right now hold */
-	int64_t load_limit; /* memory_limit when the extension was loaded; INT64_MAX if unreadable */
-	atomic_int references;
-} budget;
-
-static void drop_budget(void *data) {
-	budget *b = (budget *)data;
-	if (atomic_fetch_sub(&b->references, 1) == 1) {
-		free(b);
-	}
-}
-
-/* memory_limit as current_setting() gives it ("476.8 MiB", "16383.9 PiB", "10 bytes"), in
- * bytes; -1 when it is not of that form. Parsed by hand: strtod follows the C locale's decimal
- * point, which a host program may have changed. */
-static int64_t parse_bytes(const char *text, idx_t length) {
-	static const struct {
-		const char *unit;
-		double factor;
-	} units[] = {{"bytes", 1.0}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
-	             {"TiB", 1099511627776.0}, {"PiB", 1125899906842624.0}};
-	double value = 0.0, scale = 1.0;
-	idx_t i = 0;
-	int digits = 0, fraction = 0;
-	for (; i < length && ((text[i] >= '0' && text[i] <= '9') || (text[i] == '.' && !fraction)); i++) {
-		if (text[i] == '.') {
-			fraction = 1;
-		} else if (fraction) {
-			scale /= 10.0;
-			value += (text[i] - '0') * scale;
-			digits++;
-		} else {
-			value = value * 10.0 + (text[i] - '0');
-			digits++;
-		}
-	}
-	while (i < length && text[i] == ' ') {
-		i++;
-	}
-	for (size_t u = 0; digits > 0 && u < sizeof(units) / sizeof(units[0]); u++) {
-		size_t unit_length = strlen(units[u].unit);
-		if (length - i == unit_length && memcmp(text + i, units[u].unit, unit_length) == 0) {
-			double bytes = value * units[u].factor;
-			return bytes >= 9.2e18 ? INT64_MAX : (int64_t)bytes;
-		}
-	}
-	return -1;
-}
-
-/* Bytes as DuckDB writes them in its errors: "0 bytes", "256.0 KiB", "476.8 MiB". */
-static void format_bytes(int64_t bytes, char out[32]) {
-	static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-	if (bytes < 1024) {
-		snprintf(out, 32, "%lld bytes", (long long)bytes);
-		return;
-	}
-	double value = (double)bytes / 1024.0;
-	int unit = 0;
-	while (value >= 1024.0 && unit < 4) {
-		value /= 1024.0;
-		unit++;
-	}
-	snprintf(out, 32, "%.1f %s", value, units[unit]);
-}
-
 typedef struct {
 	void *slots;
 	idx_t capacity;
@@ -328,44 +262,21 @@ typedef struct {
 	int64_t *positions; /* the chunk's hit positions, in row order */
 	idx_t positions_capacity;
 	idx_t positions_size;
-	budget *account;
-	int64_t limit;   /* memory_limit for this call, in bytes */
-	int64_t held;    /* this call's bytes in account->held */
-	int64_t refused; /* the allocation memory_limit refused, and what was held then */
-	int64_t held_then;
+	claim memory; /* the call's part of the database's account (budget.h) */
 } scratch;
 
 /* A call's scratch, counted against `limit` in the database's account. */
-static scratch new_scratch(budget *account, int64_t limit) {
+static scratch new_scratch(duckdb_function_info info, int64_t limit) {
 	scratch s;
 	memset(&s, 0, sizeof(s));
-	s.account = account;
-	s.limit = limit;
+	s.memory = claim_start(info, limit);
 	return s;
-}
-
-/* Counts `bytes` more for this call; 0 when that would take all calls past memory_limit. */
-static int take(scratch *s, int64_t bytes) {
-	long long before = atomic_fetch_add(&s->account->held, bytes);
-	if (bytes > s->limit - before) {
-		atomic_fetch_sub(&s->account->held, bytes);
-		s->refused = bytes;
-		s->held_then = before;
-		return 0;
-	}
-	s->held += bytes;
-	return 1;
-}
-
-static void give_back(scratch *s, int64_t bytes) {
-	atomic_fetch_sub(&s->account->held, bytes);
-	s->held -= bytes;
 }
 
 static void release(scratch *s) {
 	free(s->slots);
 	free(s->positions);
-	give_back(s, s->held);
+	claim_end(&s->memory);
 }
 
 typedef enum { ROW_READY, ROW_OVER_LIMIT, ROW_NO_MEMORY } row_start;
@@ -398,15 +309,15 @@ static row_start start_row(scratch *s, idx_t truth_len, idx_t top) {
 		/* The old table goes first, so a call holds one table at a time. */
 		free(s->slots);
 		s->slots = NULL;
-		give_back(s, (int64_t)(s->capacity * SLOT_BYTES));
+		claim_give_back(&s->memory, (int64_t)(s->capacity * SLOT_BYTES));
 		s->capacity = 0;
 		s->stamp = 0;
-		if (!take(s, (int64_t)(size * SLOT_BYTES))) {
+		if (!claim_take(&s->memory, (int64_t)(size * SLOT_BYTES))) {
 			return ROW_OVER_LIMIT;
 		}
 		s->slots = calloc(size, SLOT_BYTES);
 		if (!s->slots) {
-			give_back(s, (int64_t)(size * SLOT_BYTES));
+			claim_give_back(&s->memory, (int64_t)(size * SLOT_BYTES));
 			return ROW_NO_MEMORY;
 		}
 		s->capacity = size;
@@ -420,12 +331,12 @@ static row_start start_row(scratch *s, idx_t truth_len, idx_t top) {
 			grown *= 2;
 		}
 		int64_t more = (int64_t)((grown - s->positions_capacity) * sizeof(int64_t));
-		if (!take(s, more)) {
+		if (!claim_take(&s->memory, more)) {
 			return ROW_OVER_LIMIT;
 		}
 		int64_t *bigger = (int64_t *)realloc(s->positions, grown * sizeof(int64_t));
 		if (!bigger) {
-			give_back(s, more);
+			claim_give_back(&s->memory, more);
 			return ROW_NO_MEMORY;
 		}
 		s->positions = bigger;
@@ -610,39 +521,9 @@ static void set_row_error(duckdb_function_info info, const char *name, const scr
 		set_error(info, name, "out of memory in the native matching step");
 		return;
 	}
-	char wanted[32], held[32], limit[32], problem[512];
-	format_bytes(s->refused, wanted);
-	format_bytes(s->held_then, held);
-	format_bytes(s->limit, limit);
-	snprintf(problem, sizeof(problem),
-	         "Out of Memory Error: the native matching step could not allocate %s for a row of %llu truth items "
-	         "(%s/%s used by it): that would exceed memory_limit. Increase it (SET memory_limit='...GB')",
-	         wanted, (unsigned long long)truth_len, held, limit);
+	char problem[512];
+	claim_refusal(&s->memory, "matching", truth_len, "truth items", problem, sizeof(problem));
 	set_error(info, name, problem);
-}
-
-/* memory_limit for a call of a function taking `arguments` arguments before it: the optional last
- * argument (the macros pass current_setting('memory_limit'), a constant) or, without it, the
- * value when the extension was loaded. -1, with the error set, when the argument is not a size. */
-static int64_t limit_of(duckdb_function_info info, const char *name, duckdb_data_chunk input, idx_t arguments) {
-	budget *account = (budget *)duckdb_scalar_function_get_extra_info(info);
-	if (duckdb_data_chunk_get_column_count(input) > arguments && duckdb_data_chunk_get_size(input) > 0) {
-		duckdb_vector setting = duckdb_data_chunk_get_vector(input, arguments);
-		if (is_valid(duckdb_vector_get_validity(setting), 0)) {
-			duckdb_string_t *text = (duckdb_string_t *)duckdb_vector_get_data(setting);
-			uint32_t length = text[0].value.inlined.length;
-			int64_t limit = parse_bytes(string_data(&text[0]), length);
-			if (limit < 0) {
-				char problem[160];
-				snprintf(problem, sizeof(problem),
-				         "memory_limit '%.*s' is not a size as current_setting('memory_limit') gives it",
-				         length > 64 ? 64 : (int)length, string_data(&text[0]));
-				set_error(info, name, problem);
-			}
-			return limit;
-		}
-	}
-	return account->load_limit;
 }
 
 static duckdb_type list_child_type(duckdb_vector list) {
@@ -683,7 +564,7 @@ static void match_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 		set_error(info, name, "these id types are not handled by the native matching step");
 		return;
 	}
-	int64_t limit = limit_of(info, name, input, 4);
+	int64_t limit = budget_limit(info, name, input, 4);
 	if (limit < 0) {
 		return;
 	}
@@ -700,7 +581,7 @@ static void match_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 	int64_t *counts = (int64_t *)duckdb_vector_get_data(duckdb_struct_vector_get_child(output, 2));
 	int64_t *cuts = (int64_t *)duckdb_vector_get_data(duckdb_struct_vector_get_child(output, 3));
 
-	scratch s = new_scratch((budget *)duckdb_scalar_function_get_extra_info(info), limit);
+	scratch s = new_scratch(info, limit);
 	for (idx_t row = 0; row < rows; row++) {
 		pos_entries[row].offset = s.positions_size;
 		pos_entries[row].length = 0;
@@ -904,7 +785,7 @@ static void grade_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 		return;
 	}
 	key_reading reading = key_reading_of(kind);
-	int64_t limit = limit_of(info, "duckrank_grades", input, 3);
+	int64_t limit = budget_limit(info, "duckrank_grades", input, 3);
 	if (limit < 0) {
 		return;
 	}
@@ -928,7 +809,7 @@ static void grade_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 	}
 	double *out = (double *)duckdb_vector_get_data(duckdb_list_vector_get_child(output));
 
-	scratch s = new_scratch((budget *)duckdb_scalar_function_get_extra_info(info), limit);
+	scratch s = new_scratch(info, limit);
 	idx_t written = 0;
 	for (idx_t row = 0; row < rows; row++) {
 		out_entries[row].offset = written;
@@ -1002,7 +883,7 @@ static void graded_rows(duckdb_function_info info, duckdb_data_chunk input, duck
 		return;
 	}
 	key_reading reading = key_reading_of(kind);
-	int64_t limit = limit_of(info, name, input, 3);
+	int64_t limit = budget_limit(info, name, input, 3);
 	if (limit < 0) {
 		return;
 	}
@@ -1046,11 +927,11 @@ static void graded_rows(duckdb_function_info info, duckdb_data_chunk input, duck
 	duckdb_list_entry *grade_entries = (duckdb_list_entry *)duckdb_vector_get_data(field[G_GRADES]);
 	duckdb_list_entry *ideal_entries = (duckdb_list_entry *)duckdb_vector_get_data(field[G_IDEAL]);
 
-	scratch s = new_scratch((budget *)duckdb_scalar_function_get_extra_info(info), limit);
+	scratch s = new_scratch(info, limit);
 	/* A row's positive grades, to be sorted: scratch memory, counted against memory_limit. */
 	int64_t sort_bytes = (int64_t)(longest_truth * sizeof(double));
 	double *positive = NULL;
-	if (!take(&s, sort_bytes)) {
+	if (!claim_take(&s.memory, sort_bytes)) {
 		set_row_error(info, name, &s, ROW_OVER_LIMIT, longest_truth);
 		return;
 	}
@@ -1153,59 +1034,15 @@ static duckdb_logical_type graded_type(void) {
 	return result;
 }
 
-/* memory_limit when the extension is loaded (INT64_MAX when it cannot be read). */
-static int64_t memory_limit_now(duckdb_connection connection) {
-	duckdb_result result;
-	int64_t limit = INT64_MAX;
-	if (duckdb_query(connection, "SELECT current_setting('memory_limit')", &result) == DuckDBSuccess) {
-		char *text = duckdb_value_varchar(&result, 0, 0);
-		if (text) {
-			limit = parse_bytes(text, strlen(text));
-			limit = limit < 0 ? INT64_MAX : limit;
-			duckdb_free(text);
-		}
-	}
-	duckdb_destroy_result(&result);
-	return limit;
-}
-
-/* `name` with `count` parameters, the last being memory_limit (VARCHAR), and without that last
- * one; both count against `account`. */
-static duckdb_state register_set(duckdb_connection connection, const char *name, duckdb_logical_type *parameters,
-                                 idx_t count, duckdb_logical_type result, duckdb_scalar_function_t body,
-                                 budget *account) {
-	duckdb_scalar_function_set set = duckdb_create_scalar_function_set(name);
-	duckdb_state state = DuckDBSuccess;
-	for (idx_t arity = count - 1; arity <= count && state == DuckDBSuccess; arity++) {
-		duckdb_scalar_function function = duckdb_create_scalar_function();
-		duckdb_scalar_function_set_name(function, name);
-		for (idx_t i = 0; i < arity; i++) {
-			duckdb_scalar_function_add_parameter(function, parameters[i]);
-		}
-		duckdb_scalar_function_set_return_type(function, result);
-		duckdb_scalar_function_set_function(function, body);
-		atomic_fetch_add(&account->references, 1);
-		duckdb_scalar_function_set_extra_info(function, account, drop_budget);
-		state = duckdb_add_scalar_function_to_set(set, function);
-		duckdb_destroy_scalar_function(&function);
-	}
-	if (state == DuckDBSuccess) {
-		state = duckdb_register_scalar_function_set(connection, set);
-	}
-	duckdb_destroy_scalar_function_set(&set);
-	return state;
-}
-
 DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info info,
                             struct duckdb_extension_access *access) {
-	budget *account = (budget *)malloc(sizeof(budget));
+	/* One account for every function registered here, preferences.c's too (budget.h); the
+	 * reference budget_new gives is this function's, dropped at its end. */
+	budget *account = budget_new(connection);
 	if (!account) {
 		access->set_error(info, "duckrank_native: out of memory");
 		return false;
 	}
-	atomic_init(&account->held, 0);
-	atomic_init(&account->references, 1); /* this function's, dropped at its end */
-	account->load_limit = memory_limit_now(connection);
 
 	duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
 	duckdb_logical_type any = duckdb_create_logical_type(DUCKDB_TYPE_ANY);
@@ -1214,26 +1051,29 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
 	duckdb_logical_type real = duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE);
 	duckdb_logical_type grade_list = duckdb_create_list_type(real);
 
-	duckdb_logical_type match_parameters[] = {varchar, any, any, bigint, varchar};
-	duckdb_state state = register_set(connection, "duckrank_match", match_parameters, 5, result, match_rows, account);
+	duckdb_logical_type match_parameters[] = {varchar, any, any, bigint}; /* + memory_limit */
+	duckdb_state state = budget_register(connection, account, "duckrank_match", match_parameters, 4, result,
+	                                     match_rows, 0);
 	/* truth: MAP(VARCHAR, DOUBLE) or MAP(BIGINT, DOUBLE), checked by read_graded_truth */
-	duckdb_logical_type grade_parameters[] = {any, any, bigint, varchar};
+	duckdb_logical_type grade_parameters[] = {any, any, bigint}; /* + memory_limit */
 	if (state == DuckDBSuccess) {
-		state = register_set(connection, "duckrank_grades", grade_parameters, 4, grade_list, grade_rows, account);
+		state = budget_register(connection, account, "duckrank_grades", grade_parameters, 3, grade_list,
+		                        grade_rows, 0);
 	}
 	duckdb_logical_type graded = graded_type();
 	if (state == DuckDBSuccess) {
-		state = register_set(connection, "duckrank_graded", grade_parameters, 4, graded, graded_rows, account);
+		state = budget_register(connection, account, "duckrank_graded", grade_parameters, 3, graded, graded_rows,
+		                        0);
 	}
 	if (state == DuckDBSuccess) {
-		state = duckrank_register_preferences(connection);
+		state = duckrank_register_preferences(connection, account);
 	}
 
 	duckdb_logical_type *types[] = {&varchar, &any, &bigint, &result, &real, &grade_list, &graded};
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		duckdb_destroy_logical_type(types[i]);
 	}
-	drop_budget(account);
+	budget_drop(account);
 	if (state != DuckDBSuccess) {
 		access->set_error(info, "duckrank_native: could not register its functions");
 		return false;

@@ -24,12 +24,12 @@
  * and popcounts: at most about (preferences x nodes / 64) word operations, in practice a fraction.
  *
  * Memory: each call holds one row's scratch at a time (tables, edges, graphs, bitsets: for edrc
- * 16 to 32 bytes per ranked item and per preference, plus nodes^2 / 8 bytes per bit matrix: one
- * for edrc, three for edrc_preferences), reused
- * from row to row and freed at the end of the call. It is counted against memory_limit in an
- * account of the database's calls to these functions, as match.c counts its own (its budget and
- * byte formatting are copied here, as match.c keeps them private): a row that would take the
- * calls past memory_limit fails with an error worded as DuckDB's "Out of Memory Error".
+ * 16 to 32 bytes per ranked item and per preference, plus about nodes^2 / 8 bytes per bit matrix
+ * (rows of whole 256-bit lanes): one for edrc, three for edrc_preferences), reused from row to row
+ * and freed at the end of the call. It is counted against memory_limit in the same account as
+ * match.c's matching step (budget.h: one per database), so that the two together never hold more
+ * than memory_limit: a row that would take them past it fails with an error worded as DuckDB's
+ * "Out of Memory Error".
  */
 #define DUCKDB_EXTENSION_API_VERSION_MAJOR 1
 #define DUCKDB_EXTENSION_API_VERSION_MINOR 2
@@ -38,81 +38,13 @@
 
 DUCKDB_EXTENSION_EXTERN
 
+#include "budget.h"
 #include "preferences.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* --- the memory account (as in match.c) ------------------------------------------------------ */
-
-typedef struct {
-	atomic_llong held;  /* bytes the calls running right now hold */
-	int64_t load_limit; /* memory_limit when the extension was loaded; INT64_MAX if unreadable */
-	atomic_int references;
-} budget;
-
-static void drop_budget(void *data) {
-	budget *b = (budget *)data;
-	if (atomic_fetch_sub(&b->references, 1) == 1) {
-		free(b);
-	}
-}
-
-/* memory_limit as current_setting() gives it ("476.8 MiB"), in bytes; -1 when it is not of that
- * form. Parsed by hand: strtod follows the C locale's decimal point. */
-static int64_t parse_bytes(const char *text, idx_t length) {
-	static const struct {
-		const char *unit;
-		double factor;
-	} units[] = {{"bytes", 1.0}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
-	             {"TiB", 1099511627776.0}, {"PiB", 1125899906842624.0}};
-	double value = 0.0, scale = 1.0;
-	idx_t i = 0;
-	int digits = 0, fraction = 0;
-	for (; i < length && ((text[i] >= '0' && text[i] <= '9') || (text[i] == '.' && !fraction)); i++) {
-		if (text[i] == '.') {
-			fraction = 1;
-		} else {
-			if (fraction) {
-				scale /= 10.0;
-				value += (text[i] - '0') * scale;
-			} else {
-				value = value * 10.0 + (text[i] - '0');
-			}
-			digits++;
-		}
-	}
-	while (i < length && text[i] == ' ') {
-		i++;
-	}
-	for (size_t u = 0; digits > 0 && u < sizeof(units) / sizeof(units[0]); u++) {
-		size_t unit_length = strlen(units[u].unit);
-		if (length - i == unit_length && memcmp(text + i, units[u].unit, unit_length) == 0) {
-			double bytes = value * units[u].factor;
-			return bytes >= 9.2e18 ? INT64_MAX : (int64_t)bytes;
-		}
-	}
-	return -1;
-}
-
-/* Bytes as DuckDB writes them in its errors: "0 bytes", "256.0 KiB", "476.8 MiB". */
-static void format_bytes(int64_t bytes, char out[32]) {
-	static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-	if (bytes < 1024) {
-		snprintf(out, 32, "%lld bytes", (long long)bytes);
-		return;
-	}
-	double value = (double)bytes / 1024.0;
-	int unit = 0;
-	while (value >= 1024.0 && unit < 4) {
-		value /= 1024.0;
-		unit++;
-	}
-	snprintf(out, 32, "%.1f %s", value, units[unit]);
-}
 
 /* A growable allocation of the scratch, kept from row to row. */
 typedef struct {
@@ -124,35 +56,14 @@ typedef struct {
 #define GRAPH_BUFFERS 8
 typedef enum {
 	B_SLOTS, B_POSITION, B_EDGES, B_NODE_REF, B_IN_V, B_GRAPH,
-	B_BITS = B_GRAPH + 2 * GRAPH_BUFFERS, B_COUNT = B_BITS + 4
+	B_BITS = B_GRAPH + 2 * GRAPH_BUFFERS, B_COUNT = B_BITS + 5
 } buffer_id;
 
 typedef struct {
-	budget *account;
-	int64_t limit;     /* memory_limit for this call, in bytes */
-	int64_t held;      /* this call's bytes in account->held */
-	int64_t refused;   /* the allocation memory_limit refused, and what was held then */
-	int64_t held_then;
-	int no_memory;     /* malloc itself failed */
+	claim memory;  /* the call's part of the database's account (budget.h) */
+	int no_memory; /* malloc itself failed */
 	buffer buffers[B_COUNT];
 } scratch;
-
-static int take(scratch *s, int64_t bytes) {
-	long long before = atomic_fetch_add(&s->account->held, bytes);
-	if (bytes > s->limit - before) {
-		atomic_fetch_sub(&s->account->held, bytes);
-		s->refused = bytes;
-		s->held_then = before;
-		return 0;
-	}
-	s->held += bytes;
-	return 1;
-}
-
-static void give_back(scratch *s, int64_t bytes) {
-	atomic_fetch_sub(&s->account->held, bytes);
-	s->held -= bytes;
-}
 
 /* Buffer `id` with room for `bytes` (its old content is not kept); NULL when memory_limit or malloc
  * refuses. */
@@ -167,14 +78,17 @@ static void *reserve(scratch *s, buffer_id id, size_t bytes) {
 	}
 	free(b->data);
 	b->data = NULL;
-	give_back(s, (int64_t)b->bytes);
+	claim_give_back(&s->memory, (int64_t)b->bytes);
 	b->bytes = 0;
-	if (!take(s, (int64_t)grown)) {
+	if (!claim_take(&s->memory, (int64_t)grown)) {
 		return NULL;
 	}
-	b->data = malloc(grown);
+	/* Aligned to a cache line, so that rows of bitsets (multiples of 32 bytes) are aligned for
+	 * the vector instructions; `grown` is a power of two of at least 1024, as aligned_alloc
+	 * requires a multiple of the alignment. */
+	b->data = aligned_alloc(64, grown);
 	if (!b->data) {
-		give_back(s, (int64_t)grown);
+		claim_give_back(&s->memory, (int64_t)grown);
 		s->no_memory = 1;
 		return NULL;
 	}
@@ -186,7 +100,7 @@ static void release(scratch *s) {
 	for (int i = 0; i < B_COUNT; i++) {
 		free(s->buffers[i].data);
 	}
-	give_back(s, s->held);
+	claim_end(&s->memory);
 }
 
 static void set_error(duckdb_function_info info, const char *name, const char *problem) {
@@ -201,14 +115,8 @@ static void memory_error(duckdb_function_info info, const char *name, const scra
 		set_error(info, name, "out of memory in the native preference step");
 		return;
 	}
-	char wanted[32], held[32], limit[32], problem[512];
-	format_bytes(s->refused, wanted);
-	format_bytes(s->held_then, held);
-	format_bytes(s->limit, limit);
-	snprintf(problem, sizeof(problem),
-	         "Out of Memory Error: the native preference step could not allocate %s for a row of %llu items "
-	         "(%s/%s used by it): that would exceed memory_limit. Increase it (SET memory_limit='...GB')",
-	         wanted, (unsigned long long)items, held, limit);
+	char problem[512];
+	claim_refusal(&s->memory, "preference", items, "items", problem, sizeof(problem));
 	set_error(info, name, problem);
 }
 
@@ -519,14 +427,14 @@ static void find_all(const finder *f, const ids *v, idx_t offset, idx_t count, i
 
 /* Edges between a row's nodes 0..n-1, grouped both ways, and Kahn's topological order; level = R
  * (1 on sources, else 1 + the longest path from a source). Each node's parents are in descending
- * topological order (once every node is placed), which lets the ancestor closure skip most edges
- * (see `closure`). */
+ * topological order (once every node is placed), which lets the ancestor closures skip most edges
+ * (see `ancestor_rows`). */
 typedef struct {
 	idx_t n, m, placed;
 	int32_t *start;   /* n + 1: node u's children are targets[start[u] .. start[u + 1]) */
 	int32_t *targets;
 	int32_t *parent_start; /* n + 1: node u's parents are parents[parent_start[u] .. [u + 1]) */
-	int32_t *parents;
+	int32_t *parents;      /* given by their positions in `order` (what the closures index by) */
 	int32_t *order;   /* the placed nodes, topological order */
 	int32_t *level;
 	int32_t *waiting; /* unplaced parents per node; > 0 after the layering only on or after a cycle */
@@ -582,10 +490,11 @@ static int build_graph(scratch *s, buffer_id first, idx_t n, const int32_t *from
 			int32_t t = g->targets[e], level = g->level[t];
 			g->level[t] = level > next_level ? level : next_level; /* a max, not a branch */
 			/* Parents are placed in topological order and listed from the end of their group. */
-			g->parents[g->parent_start[t] + g->waiting[t] - 1] = u;
-			if (--g->waiting[t] == 0) {
-				g->order[tail++] = t;
-			}
+			g->parents[g->parent_start[t] + g->waiting[t] - 1] = (int32_t)head;
+			/* Written whether or not t is ready (order has room for it): which node completes
+			 * is random, a branch on it would be mispredicted. */
+			g->order[tail] = t;
+			tail += --g->waiting[t] == 0;
 		}
 	}
 	g->placed = tail;
@@ -631,101 +540,233 @@ static idx_t find_cycle(const graph *g, const int32_t *from, const int32_t *to, 
 	return length;
 }
 
-/* Reflexive closure bitsets (n x words), node u's bit being bit[u]: each node's own bit and its
- * ancestors' (with `ancestors`; else its descendants'), a node's set being the OR of its parents'
- * (children's) sets, taken in topological order (reversed) so that those are final when read. A
- * parent whose bit the set already holds is skipped: it came with the final set of another
- * parent, which holds all of its ancestors. Parents are taken nearest first, so in a dense graph
- * most edges are skipped (children, for descendants, come in the edges' order). With `ranged` (bit = g's own topological
- * positions), ancestors' bits lie below a node's own and descendants' above it, so only those
- * words are ORed. */
-static void closure(const graph *g, const int32_t *bit, int ranged, uint64_t *sets, idx_t words,
-                    int ancestors) {
-	for (idx_t u = 0; u < g->n; u++) { /* only the words a set can use need zeroing */
-		idx_t word = (idx_t)bit[u] / 64, from = ranged && !ancestors ? word : 0;
-		idx_t to = ranged && ancestors ? word + 1 : words;
-		memset(sets + u * words + from, 0, (to - from) * sizeof(uint64_t));
-		sets[u * words + word] = (uint64_t)1 << (bit[u] % 64);
+/* --- closures and counts over bitsets ----------------------------------------------------------- */
+
+/* Bitsets are handled a lane of 4 words (256 bits) at a time, in GCC and clang's vector types:
+ * one AVX2 instruction where the CPU has it (see ROW_KERNEL), two SSE2 ones otherwise. A row of
+ * bitsets is a whole number of lanes, its buffer aligned (see `reserve`). */
+typedef uint64_t lanes __attribute__((vector_size(32), may_alias));
+#define LANE_BITS 256
+#define LANE_WORDS 4
+
+/* The baseline x86-64 target has neither AVX2 nor a popcount instruction (__builtin_popcountll
+ * is then a call into libgcc): on x86-64 Linux the functions that run over bitsets are compiled
+ * three times, and the loader picks the one the CPU runs (GCC and clang's target_clones). The
+ * helpers they call are inlined into each copy. */
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+#define ROW_KERNEL __attribute__((target_clones("avx2", "popcnt", "default")))
+#else
+#define ROW_KERNEL
+#endif
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE int has_bit(const uint64_t *set, idx_t bit) {
+	return (set[bit / 64] >> (bit % 64)) & 1;
+}
+
+/* The truth's ancestor sets, reflexive, by topological position: row k (of `stride` words, a whole
+ * number of lanes) is the set of order[k], bit j standing for order[j], the OR of its parents'
+ * rows (final when read, as parents come first in that order) and its own bit. */
+
+/* Rows of at most this many lanes (truths of up to 2,048 nodes) are computed whole, in registers
+ * (`lane_count` is a constant in each copy the switch of `ancestor_rows` inlines): every parent's
+ * row ORed in, one loop per row for the CPU to predict and no store and reload of the row per
+ * parent. Testing first whether the row already holds a parent's bit (see `long_rows`), a branch
+ * taken about half the time at random, costs more than these ORs. */
+#define SHORT_LANES 8
+
+INLINE void short_rows(const graph *g, uint64_t *rows, idx_t lane_count) {
+	for (idx_t k = 0; k < g->n; k++) {
+		int32_t u = g->order[k];
+		lanes set[SHORT_LANES];
+		/* Unrolled: `set` stays in registers only when every index is a constant. */
+#pragma GCC unroll 8
+		for (idx_t w = 0; w < lane_count; w++) {
+			set[w] = (lanes){0, 0, 0, 0};
+		}
+		const int32_t *parent = g->parents + g->parent_start[u], *end = g->parents + g->parent_start[u + 1];
+		for (; parent < end; parent++) {
+			const lanes *other = (const lanes *)(rows + (idx_t)*parent * lane_count * LANE_WORDS);
+#pragma GCC unroll 8
+			for (idx_t w = 0; w < lane_count; w++) {
+				set[w] |= other[w];
+			}
+		}
+		lanes *own = (lanes *)(rows + k * lane_count * LANE_WORDS);
+#pragma GCC unroll 8
+		for (idx_t w = 0; w < lane_count; w++) {
+			own[w] = set[w];
+		}
+		/* Set in memory: indexing `set` by k would keep it out of registers. */
+		rows[k * lane_count * LANE_WORDS + k / 64] |= (uint64_t)1 << (k % 64);
+	}
+}
+
+/* Longer rows: ancestors' bits lie in row k's first span(k) = k / 256 + 1 lanes, and only those
+ * are computed. Each parent's row is read over the child's span, the same for 256 rows in a row
+ * (loops the CPU predicts): its lanes past its own span are zeroed when a child first needs them
+ * (`ready`, n entries, counts each row's valid lanes). A parent whose bit the row already holds
+ * is skipped: it came with a nearer parent's row, which holds all of its ancestors (parents are
+ * listed nearest first, so on a deep truth most are skipped). */
+INLINE void long_rows(const graph *g, uint64_t *rows, idx_t stride, int32_t *ready) {
+	for (idx_t k = 0; k < g->n; k++) {
+		int32_t u = g->order[k];
+		uint64_t *row = rows + k * stride;
+		lanes *own = (lanes *)row;
+		idx_t span = k / LANE_BITS + 1;
+		for (idx_t w = 0; w < span; w++) {
+			own[w] = (lanes){0, 0, 0, 0};
+		}
+		const int32_t *parent = g->parents + g->parent_start[u], *end = g->parents + g->parent_start[u + 1];
+		for (; parent < end; parent++) {
+			idx_t p = (idx_t)*parent;
+			if (has_bit(row, p)) {
+				continue;
+			}
+			lanes *other = (lanes *)(rows + p * stride);
+			for (idx_t w = (idx_t)ready[p]; w < span; w++) { /* rarely any */
+				other[w] = (lanes){0, 0, 0, 0};
+			}
+			ready[p] = (int32_t)span; /* spans only grow with k */
+			for (idx_t w = 0; w < span; w++) {
+				own[w] |= other[w];
+			}
+		}
+		row[k / 64] |= (uint64_t)1 << (k % 64);
+		ready[k] = (int32_t)span;
+	}
+}
+
+/* Rows are `stride` words; short ones are written whole, long ones over their span. */
+INLINE void ancestor_rows(const graph *g, uint64_t *rows, idx_t stride, int32_t *ready) {
+	switch (stride / LANE_WORDS) {
+	case 1: short_rows(g, rows, 1); break;
+	case 2: short_rows(g, rows, 2); break;
+	case 3: short_rows(g, rows, 3); break;
+	case 4: short_rows(g, rows, 4); break;
+	case 5: short_rows(g, rows, 5); break;
+	case 6: short_rows(g, rows, 6); break;
+	case 7: short_rows(g, rows, 7); break;
+	case 8: short_rows(g, rows, 8); break;
+	default: long_rows(g, rows, stride, ready); break;
+	}
+}
+
+/* One carry-save adder: the bits of a + b + c as high (twos) and low (ones) lanes. */
+#define CARRY_SAVE(high, low, a, b, c)                                                             \
+	do {                                                                                           \
+		lanes sum_ = (a) ^ (b);                                                                    \
+		high = ((a) & (b)) | (sum_ & (c));                                                         \
+		low = sum_ ^ (c);                                                                          \
+	} while (0)
+
+/* counts[j] = how many rows of `ancestor_rows` hold bit j (node order[j] and its descendants), for
+ * j < n: the column sums of the bit matrix, rather than a second closure over the edges. Rows are
+ * added 16 at a time per lane of columns, in a Harley-Seal tree of carry-save adders (Lemire et
+ * al., "Faster population counts using AVX2 instructions", applied to 64 vertical counters per
+ * word): `state` holds, per lane, the counters' ones, twos, fours and eights, then the bits of
+ * the number of sixteens, bit-sliced (`depth` lanes). About six vector operations per 16 rows'
+ * lane, against two per counter bit per word for adding each word in turn. Rows past n are
+ * zeroed here: `rows` has room for n rounded up to 16. */
+INLINE void column_counts(uint64_t *rows, idx_t n, idx_t stride, lanes *state, idx_t depth, int32_t *counts) {
+	idx_t planes = 4 + depth, blocks = (n + 15) / 16;
+	memset(state, 0, (stride / LANE_WORDS) * planes * sizeof(lanes));
+	for (idx_t k = n; k < blocks * 16; k++) {
+		memset(rows + k * stride, 0, (k / LANE_BITS + 1) * sizeof(lanes));
+	}
+	for (idx_t block = 0; block < blocks; block++) {
+		/* The 16 rows share their span: 256 is a multiple of 16. */
+		const lanes *r = (const lanes *)(rows + block * 16 * stride);
+		idx_t lane_stride = stride / LANE_WORDS;
+		for (idx_t w = 0; w <= block * 16 / LANE_BITS; w++) {
+			lanes *c = state + w * planes;
+			lanes ones = c[0], twos = c[1], fours = c[2], eights = c[3], twos_a, twos_b, fours_a, fours_b;
+			lanes eights_a, eights_b, carry;
+			const lanes *d = r + w;
+#define ROW(i) d[(i) * lane_stride]
+			CARRY_SAVE(twos_a, ones, ones, ROW(0), ROW(1));
+			CARRY_SAVE(twos_b, ones, ones, ROW(2), ROW(3));
+			CARRY_SAVE(fours_a, twos, twos, twos_a, twos_b);
+			CARRY_SAVE(twos_a, ones, ones, ROW(4), ROW(5));
+			CARRY_SAVE(twos_b, ones, ones, ROW(6), ROW(7));
+			CARRY_SAVE(fours_b, twos, twos, twos_a, twos_b);
+			CARRY_SAVE(eights_a, fours, fours, fours_a, fours_b);
+			CARRY_SAVE(twos_a, ones, ones, ROW(8), ROW(9));
+			CARRY_SAVE(twos_b, ones, ones, ROW(10), ROW(11));
+			CARRY_SAVE(fours_a, twos, twos, twos_a, twos_b);
+			CARRY_SAVE(twos_a, ones, ones, ROW(12), ROW(13));
+			CARRY_SAVE(twos_b, ones, ones, ROW(14), ROW(15));
+			CARRY_SAVE(fours_b, twos, twos, twos_a, twos_b);
+			CARRY_SAVE(eights_b, fours, fours, fours_a, fours_b);
+			CARRY_SAVE(carry, eights, eights, eights_a, eights_b);
+#undef ROW
+			c[0] = ones;
+			c[1] = twos;
+			c[2] = fours;
+			c[3] = eights;
+			for (idx_t p = 4; p < planes; p++) { /* the sixteens, a ripple carry */
+				lanes next = c[p] & carry;
+				c[p] ^= carry;
+				carry = next;
+			}
+		}
+	}
+	/* Each word of 64 counters from its planes, 32 counters at a time (a loop of 32-bit shifts
+	 * that compilers vectorise); `counts` has room for n rounded up to 64. */
+	for (idx_t j = 0; j < n; j += 64) {
+		const uint64_t *c = (const uint64_t *)(state + j / LANE_BITS * planes) + j % LANE_BITS / 64;
+		int32_t *out = counts + j;
+		memset(out, 0, 64 * sizeof(int32_t));
+		for (idx_t p = 0; p < planes; p++) {
+			uint32_t low = (uint32_t)c[p * LANE_WORDS], high = (uint32_t)(c[p * LANE_WORDS] >> 32);
+			for (uint32_t b = 0; b < 32; b++) {
+				out[b] += (int32_t)(((low >> b) & 1) << p);
+				out[b + 32] += (int32_t)(((high >> b) & 1) << p);
+			}
+		}
+	}
+}
+
+/* Reflexive closure sets of a graph whose nodes are numbered otherwise than by its own order (the
+ * system's, in edrc_preferences), one row of `words` per node u, node v's bit being bit[v]:
+ * ancestors' sets (with `ancestors`) or descendants', each the OR of its parents' (children's)
+ * sets taken in topological order (reversed), skipping one whose bit the set already holds, as
+ * `ancestor_rows` does. */
+INLINE void closure(const graph *g, const int32_t *bit, uint64_t *sets, idx_t words, int ancestors) {
+	memset(sets, 0, g->n * words * sizeof(uint64_t));
+	for (idx_t u = 0; u < g->n; u++) {
+		sets[u * words + (idx_t)bit[u] / 64] = (uint64_t)1 << (bit[u] % 64);
 	}
 	const int32_t *start = ancestors ? g->parent_start : g->start;
 	const int32_t *sources = ancestors ? g->parents : g->targets;
 	for (idx_t k = 0; k < g->n; k++) {
 		int32_t u = g->order[ancestors ? k : g->n - 1 - k];
-		uint64_t *restrict own = sets + (idx_t)u * words;
+		lanes *own = (lanes *)(sets + (idx_t)u * words);
 		for (int32_t e = start[u]; e < start[u + 1]; e++) {
-			int32_t v = sources[e];
-			idx_t word = (idx_t)bit[v] / 64;
-			if ((own[word] >> (bit[v] % 64)) & 1) {
+			int32_t v = ancestors ? g->order[sources[e]] : sources[e]; /* parents: positions */
+			if (has_bit((const uint64_t *)own, (idx_t)bit[v])) {
 				continue;
 			}
-			const uint64_t *restrict other = sets + (idx_t)v * words;
-			idx_t from = ranged && !ancestors ? word : 0, to = ranged && ancestors ? word + 1 : words;
-			for (idx_t w = from; w < to; w++) {
+			const lanes *other = (const lanes *)(sets + (idx_t)v * words);
+			for (idx_t w = 0; w < words / LANE_WORDS; w++) {
 				own[w] |= other[w];
 			}
 		}
 	}
 }
 
-/* For each bit position b (0 .. 64 * words - 1), into counts[b]: how many of the n sets hold it,
- * the set of node u using its words up to bit[u]'s (ancestor sets numbered by topological
- * position). Vertical counters kept bit-sliced (plane k of a word holds bit k of its 64
- * counters): adding a word is a carry chain through every plane, two operations each, rather
- * than a second closure over the edges for the descendants. `planes` holds words x (bits of n) words. */
-static void column_counts(const uint64_t *sets, idx_t n, idx_t words, const int32_t *bit, uint64_t *planes,
-                          int32_t *counts) {
-	idx_t depth = 1;
-	while (((idx_t)1 << depth) <= n) {
-		depth++;
-	}
-	memset(planes, 0, words * depth * sizeof(uint64_t));
-	for (idx_t u = 0; u < n; u++) {
-		const uint64_t *row = sets + u * words;
-		for (idx_t w = 0; w <= (idx_t)bit[u] / 64; w++) {
-			uint64_t carry = row[w], *plane = planes + w * depth;
-			for (idx_t k = 0; k < depth; k++) { /* every plane: no branch to mispredict */
-				uint64_t next = plane[k] & carry;
-				plane[k] ^= carry;
-				carry = next;
-			}
-		}
-	}
-	for (idx_t w = 0; w < words; w++) {
-		for (idx_t b = 0; b < 64; b++) {
-			int32_t count = 0;
-			for (idx_t k = 0; k < depth; k++) {
-				count |= (int32_t)((planes[w * depth + k] >> b) & 1) << k;
-			}
-			counts[w * 64 + b] = count;
-		}
-	}
-}
-
-/* The baseline x86-64 target has no popcount instruction (__builtin_popcountll is then a call
- * into libgcc): on x86-64 Linux the function that counts bits is compiled twice, with and without
- * it, and the loader picks the one the CPU runs (GCC and clang's target_clones). */
-#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
-#define WITH_POPCNT __attribute__((target_clones("popcnt", "default")))
-#else
-#define WITH_POPCNT
-#endif
-
-static inline int64_t popcount64(uint64_t x) {
-	return __builtin_popcountll(x);
-}
-
-static inline int64_t popcount(const uint64_t *a, idx_t words) {
+INLINE int64_t popcount(const uint64_t *a, idx_t words) {
 	int64_t count = 0;
 	for (idx_t w = 0; w < words; w++) {
-		count += popcount64(a[w]);
+		count += __builtin_popcountll(a[w]);
 	}
 	return count;
 }
 
-static inline int64_t popcount_and(const uint64_t *a, const uint64_t *b, idx_t words) {
+INLINE int64_t popcount_and(const uint64_t *a, const uint64_t *b, idx_t words) {
 	int64_t count = 0;
 	for (idx_t w = 0; w < words; w++) {
-		count += popcount64(a[w] & b[w]);
+		count += __builtin_popcountll(a[w] & b[w]);
 	}
 	return count;
 }
@@ -848,16 +889,15 @@ static int64_t considered(duckdb_function_info info, const char *name, const fin
 	idx_t m = 0;
 	for (idx_t i = 0; i < t.length; i++) {
 		int32_t a = from[i], b = to[i];
-		if (a < 0 || b < 0 || !is_valid(truth->pair_valid, t.offset + i)) {
-			continue; /* a preference about an unranked item is not considered */
-		}
-		if (a == b) {
+		/* Kept unless about an unranked item; without a branch, as which are is random. */
+		int keep = ((a | b) >= 0) & is_valid(truth->pair_valid, t.offset + i);
+		if (keep & (a == b)) {
 			self_error(info, name, "truth", &truth->better, t.offset + i);
 			return -1;
 		}
 		from[m] = a;
 		to[m] = b;
-		m++;
+		m += (idx_t)keep;
 	}
 	return (int64_t)m;
 }
@@ -872,7 +912,7 @@ typedef struct {
 	idx_t items; /* the row's size, for a memory error */
 } row_context;
 
-WITH_POPCNT static int edrc_row(row_context *c, idx_t n, const int32_t *from, const int32_t *to, idx_t m,
+ROW_KERNEL static int edrc_row(row_context *c, idx_t n, const int32_t *from, const int32_t *to, idx_t m,
                     const graph *system, const int32_t *system_from, const int32_t *system_to,
                     const uint8_t *in_v, const node_names *names, int kind, double likelihood,
                     double *value) {
@@ -893,29 +933,33 @@ WITH_POPCNT static int edrc_row(row_context *c, idx_t n, const int32_t *from, co
 	if (m == 0) {
 		return 1;
 	}
-	idx_t words = (n + 63) / 64, size = n * words * sizeof(uint64_t);
-	uint64_t *ancestors = (uint64_t *)reserve(c->s, B_BITS, size);
-	idx_t depth = 33; /* planes of column_counts: the bits of n, at most */
-	uint64_t *planes = (uint64_t *)reserve(c->s, B_BITS + 1, words * (depth + 32) * sizeof(uint64_t));
-	uint64_t *system_above = (uint64_t *)reserve(c->s, B_BITS + 2, system ? size : words * sizeof(uint64_t));
-	uint64_t *system_below = system ? (uint64_t *)reserve(c->s, B_BITS + 3, size) : NULL, *earlier = NULL;
-	if (!ancestors || !planes || !system_above || (system && !system_below)) {
+	/* Rows of whole lanes; the truth's rows rounded up to 16 for column_counts. */
+	idx_t stride = (n + LANE_BITS - 1) / LANE_BITS * LANE_WORDS, depth = 1;
+	while (((idx_t)1 << depth) <= (n + 15) / 16) { /* the bits of the number of sixteens */
+		depth++;
+	}
+	idx_t size = n * stride * sizeof(uint64_t), lane_count = stride / LANE_WORDS;
+	uint64_t *ancestors = (uint64_t *)reserve(c->s, B_BITS, (n + 15) / 16 * 16 * stride * sizeof(uint64_t));
+	lanes *counters = (lanes *)reserve(c->s, B_BITS + 1, lane_count * (4 + depth) * sizeof(lanes));
+	int32_t *holders = (int32_t *)reserve(c->s, B_BITS + 2, (n + 63) / 64 * 64 * sizeof(int32_t));
+	uint64_t *system_above = (uint64_t *)reserve(c->s, B_BITS + 3, system ? size : stride * sizeof(uint64_t));
+	uint64_t *system_below = system ? (uint64_t *)reserve(c->s, B_BITS + 4, size) : NULL, *earlier = NULL;
+	if (!ancestors || !counters || !holders || !system_above || (system && !system_below)) {
 		memory_error(c->info, c->name, c->s, c->items);
 		return 0;
 	}
-	/* Bits are numbered by the truth's topological order (`ranged` for its own closures); the
-	 * system's sets use the same numbering. */
+	/* Bits are numbered by the truth's topological order; the system's sets use the same
+	 * numbering. */
 	const int32_t *bit = truth.position;
-	closure(&truth, bit, 1, ancestors, words, 1);
-	/* 1 + each node's number of descendants, by its bit: the sets holding that bit */
-	int32_t *holders = (int32_t *)(planes + words * depth);
-	column_counts(ancestors, n, words, bit, planes, holders);
+	ancestor_rows(&truth, ancestors, stride, holders); /* its `ready` counts, until overwritten */
+	/* 1 + each node's number of descendants, by its bit: the rows holding that bit */
+	column_counts(ancestors, n, stride, counters, depth, holders);
 	if (system) {
-		closure(system, bit, 0, system_above, words, 1);
-		closure(system, bit, 0, system_below, words, 0);
+		closure(system, bit, system_above, stride, 1);
+		closure(system, bit, system_below, stride, 0);
 	} else { /* the nodes ranked before the current one, filled as the loop below goes */
 		earlier = system_above;
-		memset(earlier, 0, words * sizeof(uint64_t));
+		memset(earlier, 0, stride * sizeof(uint64_t));
 	}
 	idx_t v_size = n;
 	if (in_v) {
@@ -927,9 +971,9 @@ WITH_POPCNT static int edrc_row(row_context *c, idx_t n, const int32_t *from, co
 	/* Summed in node order, as the Python kernel's bincount sums them. */
 	double numerator = 0.0, normaliser = 0.0;
 	for (idx_t v = 0; v < n; v++) {
-		/* v's ancestors' bits lie in its set's words up to its own, its descendants' from it */
+		/* v's ancestors' bits lie in its row's words up to its own */
 		idx_t word = (idx_t)bit[v] / 64, low = word + 1;
-		const uint64_t *own = ancestors + v * words;
+		const uint64_t *own = ancestors + (idx_t)bit[v] * stride;
 		int64_t above = popcount(own, low) - 1, agree = 0, unordered = 0;
 		if (!system) { /* the ancestors ranked earlier */
 			agree = popcount_and(own, earlier, low);
@@ -940,8 +984,8 @@ WITH_POPCNT static int edrc_row(row_context *c, idx_t n, const int32_t *from, co
 		}
 		int64_t below = holders[bit[v]] - 1;
 		if (system) {
-			agree = popcount_and(own, system_above + v * words, low) - 1;
-			unordered = above - agree - (popcount_and(own, system_below + v * words, low) - 1);
+			agree = popcount_and(own, system_above + v * stride, low) - 1;
+			unordered = above - agree - (popcount_and(own, system_below + v * stride, low) - 1);
 		}
 		int64_t w_size = (int64_t)v_size - 1 - below, unknown = w_size - above;
 		double d = discounted(kind, (double)truth.level[v]);
@@ -954,37 +998,10 @@ WITH_POPCNT static int edrc_row(row_context *c, idx_t n, const int32_t *from, co
 	return 1;
 }
 
-static budget *account_of(duckdb_function_info info) {
-	return (budget *)duckdb_scalar_function_get_extra_info(info);
-}
-
-/* memory_limit for a call: the optional argument after `arguments` ones, else its value at load;
- * -1 with the error set when the argument is not a size. */
-static int64_t limit_of(duckdb_function_info info, const char *name, duckdb_data_chunk input, idx_t arguments) {
-	if (duckdb_data_chunk_get_column_count(input) > arguments && duckdb_data_chunk_get_size(input) > 0) {
-		duckdb_vector setting = duckdb_data_chunk_get_vector(input, arguments);
-		if (is_valid(duckdb_vector_get_validity(setting), 0)) {
-			const duckdb_string_t *text = (const duckdb_string_t *)duckdb_vector_get_data(setting);
-			uint32_t length = text->value.inlined.length;
-			int64_t limit = parse_bytes(string_data(text), length);
-			if (limit < 0) {
-				char problem[160];
-				snprintf(problem, sizeof(problem),
-				         "memory_limit '%.*s' is not a size as current_setting('memory_limit') gives it",
-				         length > 64 ? 64 : (int)length, string_data(text));
-				set_error(info, name, problem);
-			}
-			return limit;
-		}
-	}
-	return account_of(info)->load_limit;
-}
-
 static scratch new_scratch(duckdb_function_info info, int64_t limit) {
 	scratch s;
 	memset(&s, 0, sizeof(s));
-	s.account = account_of(info);
-	s.limit = limit;
+	s.memory = claim_start(info, limit);
 	return s;
 }
 
@@ -1019,7 +1036,7 @@ static void edrc_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb
 		set_error(info, name, NOT_HANDLED);
 		return;
 	}
-	int64_t limit = limit_of(info, name, input, 4);
+	int64_t limit = budget_limit(info, name, input, 4);
 	if (limit < 0) {
 		return;
 	}
@@ -1114,7 +1131,7 @@ static void edrc_preferences_rows(duckdb_function_info info, duckdb_data_chunk i
 		set_error(info, name, NOT_HANDLED);
 		return;
 	}
-	int64_t limit = limit_of(info, name, input, 6);
+	int64_t limit = budget_limit(info, name, input, 6);
 	if (limit < 0) {
 		return;
 	}
@@ -1382,7 +1399,7 @@ static void correlation_rows(duckdb_function_info info, duckdb_data_chunk input,
 		set_error(info, name, NOT_HANDLED);
 		return;
 	}
-	int64_t limit = limit_of(info, name, input, 4);
+	int64_t limit = budget_limit(info, name, input, 4);
 	if (limit < 0) {
 		return;
 	}
@@ -1467,81 +1484,29 @@ static void correlation_rows(duckdb_function_info info, duckdb_data_chunk input,
 
 /* --- registration ----------------------------------------------------------------------------- */
 
-/* memory_limit when the extension is loaded (INT64_MAX when it cannot be read). */
-static int64_t memory_limit_now(duckdb_connection connection) {
-	duckdb_result result;
-	int64_t limit = INT64_MAX;
-	if (duckdb_query(connection, "SELECT current_setting('memory_limit')", &result) == DuckDBSuccess) {
-		char *text = duckdb_value_varchar(&result, 0, 0);
-		if (text) {
-			limit = parse_bytes(text, strlen(text));
-			limit = limit < 0 ? INT64_MAX : limit;
-			duckdb_free(text);
-		}
-	}
-	duckdb_destroy_result(&result);
-	return limit;
-}
-
-/* `name` with `count` parameters and with one more, memory_limit (VARCHAR), counting against
- * `account`. */
-static duckdb_state register_set(duckdb_connection connection, const char *name, duckdb_logical_type *parameters,
-                                 idx_t count, duckdb_logical_type result, duckdb_scalar_function_t body,
-                                 budget *account, duckdb_logical_type varchar) {
-	duckdb_scalar_function_set set = duckdb_create_scalar_function_set(name);
-	duckdb_state state = DuckDBSuccess;
-	for (idx_t arity = count; arity <= count + 1 && state == DuckDBSuccess; arity++) {
-		duckdb_scalar_function function = duckdb_create_scalar_function();
-		duckdb_scalar_function_set_name(function, name);
-		for (idx_t i = 0; i < arity; i++) {
-			duckdb_scalar_function_add_parameter(function, i < count ? parameters[i] : varchar);
-		}
-		duckdb_scalar_function_set_return_type(function, result);
-		duckdb_scalar_function_set_function(function, body);
-		duckdb_scalar_function_set_special_handling(function); /* NULLs are handled row by row */
-		atomic_fetch_add(&account->references, 1);
-		duckdb_scalar_function_set_extra_info(function, account, drop_budget);
-		state = duckdb_add_scalar_function_to_set(set, function);
-		duckdb_destroy_scalar_function(&function);
-	}
-	if (state == DuckDBSuccess) {
-		state = duckdb_register_scalar_function_set(connection, set);
-	}
-	duckdb_destroy_scalar_function_set(&set);
-	return state;
-}
-
-duckdb_state duckrank_register_preferences(duckdb_connection connection) {
-	budget *account = (budget *)malloc(sizeof(budget));
-	if (!account) {
-		return DuckDBError;
-	}
-	atomic_init(&account->held, 0);
-	atomic_init(&account->references, 1); /* this function's, dropped at its end */
-	account->load_limit = memory_limit_now(connection);
-
+duckdb_state duckrank_register_preferences(duckdb_connection connection, budget *account) {
 	duckdb_logical_type any = duckdb_create_logical_type(DUCKDB_TYPE_ANY);
 	duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
 	duckdb_logical_type real = duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE);
 	duckdb_logical_type reals = duckdb_create_list_type(real);
 
+	/* Each also takes memory_limit as a last argument (budget_register); NULLs are handled row
+	 * by row. */
 	duckdb_logical_type edrc[] = {any, any, varchar, varchar};
 	duckdb_logical_type edrc_preferences[] = {any, any, varchar, varchar, varchar, real};
 	duckdb_logical_type correlation[] = {varchar, any, any, reals};
-	duckdb_state state =
-	    register_set(connection, "duckrank_native_edrc", edrc, 4, real, edrc_rows, account, varchar);
+	duckdb_state state = budget_register(connection, account, "duckrank_native_edrc", edrc, 4, real, edrc_rows, 1);
 	if (state == DuckDBSuccess) {
-		state = register_set(connection, "duckrank_native_edrc_preferences", edrc_preferences, 6, real,
-		                     edrc_preferences_rows, account, varchar);
+		state = budget_register(connection, account, "duckrank_native_edrc_preferences", edrc_preferences, 6, real,
+		                        edrc_preferences_rows, 1);
 	}
 	if (state == DuckDBSuccess) {
-		state = register_set(connection, "duckrank_native_correlation", correlation, 4, real, correlation_rows,
-		                     account, varchar);
+		state = budget_register(connection, account, "duckrank_native_correlation", correlation, 4, real,
+		                        correlation_rows, 1);
 	}
 	duckdb_logical_type *types[] = {&any, &varchar, &real, &reals};
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		duckdb_destroy_logical_type(types[i]);
 	}
-	drop_budget(account);
 	return state;
 }

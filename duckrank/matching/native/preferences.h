@@ -2,7 +2,10 @@
 #ifndef DUCKRANK_PREFERENCES_H
 #define DUCKRANK_PREFERENCES_H
 
-/* Registers the preference functions in the connection's database. */
-duckdb_state duckrank_register_preferences(duckdb_connection connection);
+#include "budget.h"
+
+/* Registers the preference functions in the connection's database, counting their memory in
+ * `account`, the matching step's (each function takes a reference to it). */
+duckdb_state duckrank_register_preferences(duckdb_connection connection, budget *account);
 
 #endif

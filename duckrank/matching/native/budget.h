@@ -1,0 +1,55 @@
+/* The memory account of duckrank's native functions in one database (match.c says why they keep
+ * one: the C API has no allocation DuckDB counts against memory_limit). match.c's entry point
+ * creates it and every function it and preferences.c register shares it, so that the matching
+ * and preference steps together never hold more than memory_limit. Each call takes its bytes
+ * from it through a `claim`. */
+#ifndef DUCKRANK_BUDGET_H
+#define DUCKRANK_BUDGET_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef struct {
+	atomic_llong held;  /* bytes the calls running right now hold */
+	int64_t load_limit; /* memory_limit when the extension was loaded; INT64_MAX if unreadable */
+	atomic_int references;
+} budget;
+
+/* A new account (one reference, the caller's; NULL when malloc fails) and its release: the last
+ * reference frees it. */
+budget *budget_new(duckdb_connection connection);
+void budget_drop(void *account);
+
+/* Registers `name` with `count` parameters, and with one more, memory_limit (VARCHAR), both
+ * counting against `account`; with `special_handling`, NULL arguments reach `body`. */
+duckdb_state budget_register(duckdb_connection connection, budget *account, const char *name,
+                             duckdb_logical_type *parameters, idx_t count, duckdb_logical_type result,
+                             duckdb_scalar_function_t body, int special_handling);
+
+/* memory_limit for a call of a function with `arguments` arguments before it: the optional last
+ * argument (the macros pass current_setting('memory_limit'), a constant), else its value at load;
+ * -1, with the error set (naming `name`), when that argument is not a size. */
+int64_t budget_limit(duckdb_function_info info, const char *name, duckdb_data_chunk input, idx_t arguments);
+
+/* One call's part of the account. */
+typedef struct {
+	budget *account;
+	int64_t limit;     /* memory_limit for this call, in bytes */
+	int64_t held;      /* this call's bytes in account->held */
+	int64_t refused;   /* the allocation memory_limit refused, and what all calls held then */
+	int64_t held_then;
+} claim;
+
+claim claim_start(duckdb_function_info info, int64_t limit);
+/* Counts `bytes` more for this call; 0 (and nothing counted) when that would take the calls of
+ * the database past memory_limit. */
+int claim_take(claim *c, int64_t bytes);
+void claim_give_back(claim *c, int64_t bytes);
+/* The call's end: gives back everything it still holds. */
+void claim_end(claim *c);
+
+/* The refusal as DuckDB words its own: "Out of Memory Error: the native <step> step could not
+ * allocate <bytes> for a row of <count> <items> (<held>/<limit> used by it): ...". */
+void claim_refusal(const claim *c, const char *step, idx_t count, const char *items, char *out, size_t size);
+
+#endif
