@@ -14,6 +14,7 @@ setup(
             sources=[
                 "duckrank/matching/native/match.c",
                 "duckrank/matching/native/preferences.c",
+                "duckrank/matching/native/topk.c",
             ],
             include_dirs=["duckrank/matching/native/duckdb_capi"],
             extra_compile_args=["-O2", "-std=c11", "-fvisibility=hidden"],

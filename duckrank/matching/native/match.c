@@ -67,6 +67,7 @@
 DUCKDB_EXTENSION_EXTERN
 
 #include "preferences.h"
+#include "topk.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -1184,6 +1185,9 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
 	}
 	if (state == DuckDBSuccess) {
 		state = duckrank_register_preferences(connection);
+	}
+	if (state == DuckDBSuccess) {
+		state = duckrank_register_top_k(connection);
 	}
 
 	duckdb_logical_type *types[] = {&varchar, &any, &bigint, &result, &real, &grade_map, &grade_list, &graded};
