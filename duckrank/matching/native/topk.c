@@ -91,9 +91,10 @@ static inline uint64_t double_word(double x) {
 }
 
 /* The item's order word; its bits in `*bits`. */
-static inline uint64_t read_item(const signature *sig, const void *data, idx_t row, uint64_t *bits) {
-	if (sig->kind == ITEM_FLOAT) {
-		if (sig->width == 4) {
+static inline __attribute__((always_inline)) uint64_t read_item(item_kind kind, int width, const void *data,
+                                                                idx_t row, uint64_t *bits) {
+	if (kind == ITEM_FLOAT) {
+		if (width == 4) {
 			float f = ((const float *)data)[row];
 			uint32_t b;
 			memcpy(&b, &f, 4);
@@ -105,15 +106,15 @@ static inline uint64_t read_item(const signature *sig, const void *data, idx_t r
 		return double_word(d);
 	}
 	*bits = 0;
-	if (sig->kind == ITEM_SIGNED) {
-		switch (sig->width) {
+	if (kind == ITEM_SIGNED) {
+		switch (width) {
 		case 1: return (uint64_t)(int64_t)((const int8_t *)data)[row] ^ SIGN_BIT;
 		case 2: return (uint64_t)(int64_t)((const int16_t *)data)[row] ^ SIGN_BIT;
 		case 4: return (uint64_t)(int64_t)((const int32_t *)data)[row] ^ SIGN_BIT;
 		default: return (uint64_t)((const int64_t *)data)[row] ^ SIGN_BIT;
 		}
 	}
-	switch (sig->width) {
+	switch (width) {
 	case 1: return ((const uint8_t *)data)[row];
 	case 2: return ((const uint16_t *)data)[row];
 	case 4: return ((const uint32_t *)data)[row];
@@ -277,54 +278,62 @@ static inline int is_valid(const uint64_t *validity, idx_t row) {
 	return !validity || ((validity[row / 64] >> (row % 64)) & 1);
 }
 
-static void update(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states) {
-	const signature *sig = (const signature *)duckdb_aggregate_function_get_extra_info(info);
-	int strings = sig->kind == ITEM_STRING;
-	idx_t rows = duckdb_data_chunk_get_size(input);
-	duckdb_vector items = duckdb_data_chunk_get_vector(input, 0);
-	duckdb_vector keys = duckdb_data_chunk_get_vector(input, 1);
-	duckdb_vector ks = duckdb_data_chunk_get_vector(input, 2);
-	const void *item_data = duckdb_vector_get_data(items);
-	const void *key_data = duckdb_vector_get_data(keys);
-	const int64_t *k_data = (const int64_t *)duckdb_vector_get_data(ks);
-	uint64_t *item_valid = duckdb_vector_get_validity(items);
-	uint64_t *key_valid = duckdb_vector_get_validity(keys);
-	uint64_t *k_valid = duckdb_vector_get_validity(ks);
+/* One chunk's columns, read in place. */
+typedef struct {
+	idx_t rows;
+	const void *items, *keys;
+	const int64_t *ks;
+	const uint64_t *item_valid, *key_valid, *k_valid;
+} chunk_columns;
+
+/* The group's k from a row's: set on its first row, then the same on every row. 0 on an error. */
+static int check_k(duckdb_function_info info, top_state *s, const chunk_columns *in, idx_t row, int strings) {
 	char problem[160];
-	for (idx_t row = 0; row < rows; row++) {
-		if (!is_valid(k_valid, row)) {
-			set_error(info, "k must be a positive integer, got NULL");
+	if (!is_valid(in->k_valid, row)) {
+		set_error(info, "k must be a positive integer, got NULL");
+		return 0;
+	}
+	int64_t k = in->ks[row];
+	if (k < 1 || k > UINT32_MAX) {
+		snprintf(problem, sizeof(problem), "k must be an integer from 1 to %" PRIu32 ", got %" PRId64,
+		         (uint32_t)UINT32_MAX, k);
+		set_error(info, problem);
+		return 0;
+	}
+	if (s->k != 0 && s->k != k) {
+		snprintf(problem, sizeof(problem), "k must be the same on every row of a group, got %" PRId64 " and %" PRId64,
+		         s->k, k);
+		set_error(info, problem);
+		return 0;
+	}
+	s->k = k;
+	s->strings = strings;
+	return 1;
+}
+
+/* The rows of a chunk, for one signature: inlined with constant arguments (see update), so the
+ * compiler drops the per-row choice of item reader and key reader. */
+static inline __attribute__((always_inline)) void update_rows(duckdb_function_info info, const chunk_columns *in,
+                                                              duckdb_aggregate_state *states, item_kind kind,
+                                                              int width, int double_keys) {
+	int strings = kind == ITEM_STRING;
+	int all_valid = !in->item_valid && !in->key_valid && !in->k_valid;
+	for (idx_t row = 0; row < in->rows; row++) {
+		top_state *s = (top_state *)states[row];
+		if ((!all_valid || in->ks[row] != s->k) && !check_k(info, s, in, row, strings)) {
 			return;
 		}
-		top_state *s = (top_state *)states[row];
-		int64_t k = k_data[row];
-		if (k != s->k || k == 0) {
-			if (k < 1 || k > UINT32_MAX) {
-				snprintf(problem, sizeof(problem), "k must be an integer from 1 to %" PRIu32 ", got %" PRId64,
-				         (uint32_t)UINT32_MAX, k);
-				set_error(info, problem);
-				return;
-			}
-			if (s->k != 0) {
-				snprintf(problem, sizeof(problem),
-				         "k must be the same on every row of a group, got %" PRId64 " and %" PRId64, s->k, k);
-				set_error(info, problem);
-				return;
-			}
-			s->k = k;
-			s->strings = strings;
-		}
-		if (!is_valid(item_valid, row) || !is_valid(key_valid, row)) {
+		if (!all_valid && (!is_valid(in->item_valid, row) || !is_valid(in->key_valid, row))) {
 			continue;
 		}
 		entry e;
-		e.key = sig->double_keys ? double_word(((const double *)key_data)[row])
-		                         : (uint64_t)((const int64_t *)key_data)[row] ^ SIGN_BIT;
+		e.key = double_keys ? double_word(((const double *)in->keys)[row])
+		                    : (uint64_t)((const int64_t *)in->keys)[row] ^ SIGN_BIT;
 		if (strings) {
 			e.item = 0;
-			e.value.text = ((const duckdb_string_t *)item_data)[row];
+			e.value.text = ((const duckdb_string_t *)in->items)[row];
 		} else {
-			e.item = read_item(sig, item_data, row, &e.value.bits);
+			e.item = read_item(kind, width, in->items, row, &e.value.bits);
 		}
 		/* Most rows of a long group: not above the smallest pair kept. */
 		if (s->count == (uint64_t)s->k && compare(strings, &e, &s->heap[0]) <= 0) {
@@ -335,6 +344,41 @@ static void update(duckdb_function_info info, duckdb_data_chunk input, duckdb_ag
 			return;
 		}
 	}
+}
+
+#define UPDATE_AS(item_kind_, width_)                                                                           \
+	if (sig->kind == (item_kind_) && sig->width == (width_)) {                                                 \
+		if (sig->double_keys) {                                                                                \
+			update_rows(info, &in, states, item_kind_, width_, 1);                                             \
+		} else {                                                                                               \
+			update_rows(info, &in, states, item_kind_, width_, 0);                                             \
+		}                                                                                                      \
+		return;                                                                                                \
+	}
+
+static void update(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states) {
+	const signature *sig = (const signature *)duckdb_aggregate_function_get_extra_info(info);
+	duckdb_vector items = duckdb_data_chunk_get_vector(input, 0);
+	duckdb_vector keys = duckdb_data_chunk_get_vector(input, 1);
+	duckdb_vector ks = duckdb_data_chunk_get_vector(input, 2);
+	chunk_columns in = {duckdb_data_chunk_get_size(input),
+	                    duckdb_vector_get_data(items),
+	                    duckdb_vector_get_data(keys),
+	                    (const int64_t *)duckdb_vector_get_data(ks),
+	                    duckdb_vector_get_validity(items),
+	                    duckdb_vector_get_validity(keys),
+	                    duckdb_vector_get_validity(ks)};
+	UPDATE_AS(ITEM_SIGNED, 1)
+	UPDATE_AS(ITEM_SIGNED, 2)
+	UPDATE_AS(ITEM_SIGNED, 4)
+	UPDATE_AS(ITEM_SIGNED, 8)
+	UPDATE_AS(ITEM_UNSIGNED, 1)
+	UPDATE_AS(ITEM_UNSIGNED, 2)
+	UPDATE_AS(ITEM_UNSIGNED, 4)
+	UPDATE_AS(ITEM_UNSIGNED, 8)
+	UPDATE_AS(ITEM_FLOAT, 4)
+	UPDATE_AS(ITEM_FLOAT, 8)
+	UPDATE_AS(ITEM_STRING, 0)
 }
 
 static void release_state(top_state *s) {
