@@ -27,9 +27,9 @@
  * ids (evaluation.py, TOP_K_ROW_WEIGHT). DuckDB does not count this memory against memory_limit
  * (the C API has no allocation it counts) and cannot spill it.
  *
- * DuckDB's C API aggregates must not run as whole-partition windows (top_k(...) OVER ()) or with an
- * ORDER BY inside the call: DuckDB passes them one state for many rows there (duckdb/duckdb#26109).
- * evaluate calls this aggregate only under GROUP BY.
+ * evaluate calls this aggregate only under GROUP BY. Public reports (duckdb/duckdb#26109) say that
+ * DuckDB 1.4 and 1.5 pass C API aggregates one state for many rows as whole-partition windows
+ * (top_k(...) OVER ()) and with an ORDER BY inside the call; DuckDB 2.0 ran both shapes right here.
  */
 #define DUCKDB_EXTENSION_API_VERSION_MAJOR 1
 #define DUCKDB_EXTENSION_API_VERSION_MINOR 2
