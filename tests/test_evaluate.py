@@ -691,3 +691,36 @@ def test_truth_lists_skip_the_relevance_filter_when_every_grade_passes(con, grad
                for sql in _ranked_queries(con, run, qrels, metrics))
     result = duckrank.evaluate(run, qrels, metrics, connection=con)
     assert result[metrics[0]][0] == pytest.approx(1 / 2 if filtered else 2 / 3, abs=1e-12)
+
+
+@pytest.mark.parametrize("options", [
+    {"ids": "varchar"}, {"convention": "trec_eval"}, {"by": "system"},
+    {"rank_column": "rank"},
+])
+def test_native_top_k_gives_the_sql_heaps_values_under_every_option(options) -> None:
+    """VARCHAR ids, trec_eval's float scores, a by column and an ascending rank column all reach
+    duckrank_top_k (through the casts evaluate makes); each must give, query by query, the values
+    of the same evaluation without the native step (DuckDB's max over {key, item}, which
+    test_cut_off_metrics_rank_only_the_top_k_and_give_the_whole_lists_values checks against the
+    definition)."""
+    run = _tied_long_run()
+    scores = run["score"].to_numpy()
+    run = run.append_column("system", pa.array(np.where(run["item"].to_numpy() % 2, "b", "a")))
+    run = run.append_column("rank", pa.array(np.where(np.isnan(scores), 9, scores * 4)
+                                              .astype("int64")))
+    rng = np.random.default_rng(5)
+    qrels = pd.DataFrame({"user": np.repeat(np.arange(40), 8), "item": rng.integers(0, 30, 320),
+                          "grade": rng.integers(1, 3, 320)}).drop_duplicates(["user", "item"])
+    metrics = ["ndcg@3", "P@3", "recall@5"]
+    values = []
+    for native in (True, False):
+        con = duckrank.connect(native=native)
+        try:
+            if options.get("by") is None:  # per query (by gives one row per group)
+                assert all(("duckrank_top_k(" in sql) == native
+                           for sql in _ranked_queries(con, run, qrels, metrics))
+            values.append(duckrank.evaluate(run, qrels, metrics, per_user="by" not in options,
+                                            connection=con, **options))
+        finally:
+            con.close()
+    pd.testing.assert_frame_equal(values[0], values[1], rtol=1e-12)
