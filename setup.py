@@ -15,6 +15,7 @@ setup(
                 "duckrank/matching/native/match.c",
                 "duckrank/matching/native/budget.c",
                 "duckrank/matching/native/preferences.c",
+                "duckrank/matching/native/topk.c",
             ],
             include_dirs=["duckrank/matching/native/duckdb_capi"],
             extra_compile_args=["-O2", "-std=c11", "-fvisibility=hidden"],

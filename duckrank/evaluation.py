@@ -707,6 +707,7 @@ class _Qrels:
     dropped: int
     graded: bool
     largest: float | None
+    smallest: float | None
 
 
 def _kept(c: _Columns) -> str:
@@ -728,11 +729,11 @@ def _profile_qrels(con: duckdb.DuckDBPyConnection, view: str, c: _Columns) -> _Q
     """Count the qrels and their dropped rows, check the grades and tell whether they are graded
     (a grade other than 0 and 1)."""
     kept = _kept(c)
-    rows, dropped, null_grades, non_binary, high = con.execute(f"""
+    rows, dropped, null_grades, non_binary, high, low = con.execute(f"""
         SELECT count(*), count(*) FILTER (WHERE NOT ({kept})),
                count(*) FILTER (WHERE {kept} AND g IS NULL),
                count(*) FILTER (WHERE {kept} AND g NOT IN (0, 1)),
-               max(g) FILTER (WHERE {kept})
+               max(g) FILTER (WHERE {kept}), min(g) FILTER (WHERE {kept})
         FROM (SELECT *, {c.grade} AS g FROM {view})""").fetchall()[0]
     if null_grades:
         first = _judgment(con, view, c, f"{c.grade} IS NULL")
@@ -740,6 +741,7 @@ def _profile_qrels(con: duckdb.DuckDBPyConnection, view: str, c: _Columns) -> _Q
     return _Qrels(
         rows=rows, dropped=dropped, graded=non_binary > 0,
         largest=None if high is None else float(high),
+        smallest=None if low is None else float(low),
     )
 
 
@@ -857,6 +859,9 @@ class _Truth:
     name: str
     graded: bool
     min_grade: int | float | None = None
+    # Every kept qrels row passes the relevance test: the LIST is every judged item, built
+    # without the test's FILTER (which costs the truth lists about a third more).
+    all_relevant: bool = False
 
 
 def _plan_metrics(
@@ -878,15 +883,41 @@ def _plan_metrics(
 # --- ranking: whole lists or the top K ------------------------------------------------------------
 
 # Metrics with a cut-off read only rec[1:k] (and K = min(k, len(rec)), the same on the list cut at
-# the largest k), so when every requested metric has one, each query needs only its top K. DuckDB's
-# max(x, n) keeps those in a heap per query instead of sorting all its rows: at K = 10 over
-# 100-row lists half the CPU of to_ordered_list, level at K = 50, and slower with more memory (the
-# heap reserves its n places per query) when the lists are not much longer than K (measured in
-# one run, benchmarks/bench_long.py). Hence the top K only where the lists average at least
-# TOP_K_RATIO * K rows.
+# the largest k), so when every requested metric has one, each query needs only its top K. The
+# native step's aggregate duckrank_top_k (matching/native/topk.c) keeps those in a heap of at most
+# K pairs per query, grown as rows arrive: at K = 10 over 100-row lists half the CPU of DuckDB's
+# max(x, n) and a quarter of to_ordered_list's, and no slower on short lists. Without it (not
+# loaded, or item or key types it does not take exactly), DuckDB's max(x, n) keeps the heap: half
+# the CPU of to_ordered_list at K = 10, level at K = 50, and slower with more memory (the heap
+# reserves its n places per query) when the lists are not much longer than K (measured in one run,
+# benchmarks/bench_long.py); hence that heap only where the lists average at least TOP_K_RATIO * K
+# rows.
 TOP_K_RATIO = 4
+# The item types duckrank_top_k takes, and the key types it reads exactly through a cast to BIGINT
+# or DOUBLE (a key of any other type, DECIMAL or HUGEINT, could tie or order differently there).
+NATIVE_TOP_K_ITEMS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT",
+                      "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "VARCHAR")
+NATIVE_TOP_K_KEYS = {
+    **dict.fromkeys(("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT",
+                     "UINTEGER"), "BIGINT"),
+    "FLOAT": "DOUBLE", "DOUBLE": "DOUBLE",
+}
 # Memory of a query's heap, in input rows (ranges are sized in rows, ROWS_PER_BUCKET).
 TOP_K_ROW_WEIGHT = 4
+
+
+def _all_relevant(con: duckdb.DuckDBPyConnection, truth: _Truth, qrels: _Qrels,
+                  convention: Convention) -> _Truth:
+    """``truth`` marked all_relevant when every kept qrels row passes its binary relevance test:
+    each test is a lower bound on the grade (``g > 0``, ``g >= 1``, ``g >= min_grade``), so the
+    smallest grade decides, tested by the same SQL."""
+    if truth.graded or qrels.smallest is None:
+        return truth
+    test, params = convention.relevant, {"g": qrels.smallest}
+    if truth.min_grade is not None:
+        test, params["m"] = "g >= $m", truth.min_grade
+    passes = con.execute(f"SELECT {test} FROM (SELECT $g AS g)", params).fetchall()[0][0]
+    return replace(truth, all_relevant=bool(passes))
 
 
 def _top_k(metrics: Sequence[_Metric]) -> int | None:
@@ -898,18 +929,35 @@ def _top_k(metrics: Sequence[_Metric]) -> int | None:
     return max(k for k in cutoffs if k is not None)
 
 
-def _ranked_sql(item: str, key: str, top_k: int | None) -> str:
+def _native_top_k_key(con: duckdb.DuckDBPyConnection, run_view: str, item: str,
+                      key: str) -> str | None:
+    """The type to cast the keys to for duckrank_top_k, or None when it cannot rank these rows:
+    not loaded in ``con``'s database (asked of DuckDB's aggregates: a macro of that name is not
+    it), or an item or key type it does not take exactly."""
+    loaded = con.execute(
+        "SELECT count(*) FROM duckdb_functions() "
+        "WHERE function_name = 'duckrank_top_k' AND function_type = 'aggregate'").fetchall()
+    if loaded == [(0,)]:
+        return None
+    item_type, key_type = (str(t) for t in con.sql(f"SELECT {item}, {key} FROM {run_view}").types)
+    return NATIVE_TOP_K_KEYS.get(key_type) if item_type in NATIVE_TOP_K_ITEMS else None
+
+
+def _ranked_sql(item: str, key: str, top_k: int | None, native_key: str | None) -> str:
     """The aggregate that ranks a query's rows: ``to_ordered_list(item, key, '-reverse')``, or
-    its first ``top_k`` items. ``max`` over {key, item} structs orders them as '-reverse' does
-    (key descending, then item descending) and keeps tied and repeated rows, so the top K is
-    that list cut at K (tests/test_evaluate.py checks it row by row)."""
+    its first ``top_k`` items: duckrank_top_k's where ``native_key`` names the cast its keys
+    need, else ``max`` over {key, item} structs. Both order as '-reverse' does (key descending,
+    then item descending) and keep tied and repeated rows, so the top K is that list cut at K
+    (tests/test_evaluate.py checks it row by row)."""
     if top_k is None:
         return f"to_ordered_list({item}, {key}, '-reverse')"
+    if native_key is not None:
+        return f"duckrank_top_k({item}, CAST({key} AS {native_key}), {int(top_k)})"
     return f"list_transform(max({{'k': {key}, 'v': {item}}}, {int(top_k)}), lambda e: e.v)"
 
 
-def _ranking_key(c: _Columns, convention: Convention) -> str:
-    """What the run's lists are sorted by, descending: the score (a C float under trec_eval's
+def _rank_key(c: _Columns, convention: Convention) -> str:
+    """What the run's rows are ranked by, descending: the score (a C float under trec_eval's
     convention) or the negated rank."""
     if convention.float_scores and not c.run_key.startswith("-"):
         return float_score_sql(c.run_key)
@@ -918,9 +966,10 @@ def _ranking_key(c: _Columns, convention: Convention) -> str:
 
 def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_Metric],
                 truths: Sequence[_Truth], bucket: _Bucket, convention: Convention,
-                top_k: int | None) -> tuple[str, dict[str, Any]]:
+                top_k: int | None, native_key: str | None) -> tuple[str, dict[str, Any]]:
     """The CTEs ranked, judged and scored of one range of query ids, and their parameters
-    (``top_k``: rank only each query's top K, see ``_ranked_sql``)."""
+    (``top_k``: rank only each query's top K, with duckrank_top_k where ``native_key`` is set;
+    see ``_ranked_sql``)."""
     params: dict[str, Any] = dict(bucket.params)
 
     def parameter(value: Any) -> str:
@@ -933,6 +982,8 @@ def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_
         if truth.graded:
             # A negative grade (TREC's -2 for spam) is non-relevant: gain 0, as in trec_eval.
             sql = "map_from_entries(list({'key': i, 'value': greatest(g, 0)::DOUBLE}))"
+        elif truth.all_relevant:
+            sql = "list(i)"
         else:
             relevant = (convention.relevant if truth.min_grade is None
                         else f"g >= {parameter(truth.min_grade)}")
@@ -955,12 +1006,11 @@ def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_
         if convention.undefined_as_zero:
             call = f"coalesce({call}, 0)"
         calls.append(f"CASE WHEN duckrank_judged THEN {call} END AS duckrank_m{index}")
-    key = _ranking_key(c, convention)
     by_select = c.by_select
     sql = f"""
 WITH ranked AS (
   SELECT {by_select}{c.run_query} AS duckrank_query,
-         {_ranked_sql(c.run_item, key, top_k)} AS duckrank_rec
+         {_ranked_sql(c.run_item, _rank_key(c, convention), top_k, native_key)} AS duckrank_rec
   FROM {run_view}
   WHERE {c.run_query} IS NOT NULL AND {c.run_item} IS NOT NULL AND {c.run_key} IS NOT NULL
     AND {bucket.where(c.run_query, c.query_type)}
@@ -1070,7 +1120,7 @@ def _beyond_table(
     run_view, qrels_view = views
     dropped, registered = objects
     query, item = quote_identifier(c.query_name), quote_identifier(c.item_name)
-    key = _ranking_key(c, convention)
+    key = _rank_key(c, convention)
     columns = RunColumns(c.query_name, c.item_name, "duckrank_score", grade="duckrank_grade")
 
     def lists_input(view: str) -> str:
@@ -1221,6 +1271,7 @@ def evaluation(
         profile = _profile_qrels(con, qrels_view, c)
         _check_grades(con, qrels_view, c, requests, profile, spelling)
         metric_columns, truths = _plan_metrics(requests, profile.graded)
+        truths = [_all_relevant(con, truth, profile, rules) for truth in truths]
         beyond_table = None
         if beyond:
             beyond_table = _beyond_table(con, beyond, side, (run_view, qrels_view), c, rules,
@@ -1252,10 +1303,12 @@ def evaluation(
         ).fetchall()[0]
         _warn_dropped(run_dropped, profile.dropped, c.run_key)
 
-        if top_k and run_rows >= TOP_K_RATIO * top_k * max(run_queries, 1):
+        native_key = (_native_top_k_key(con, run_view, c.run_item, _rank_key(c, rules))
+                      if top_k else None)
+        if top_k and (native_key or run_rows >= TOP_K_RATIO * top_k * max(run_queries, 1)):
             state_rows = min(run_rows, run_queries * top_k * TOP_K_ROW_WEIGHT)
         else:
-            top_k, state_rows = None, run_rows
+            top_k, native_key, state_rows = None, None, run_rows
         buckets = _buckets(con, run_view, c, state_rows + profile.rows)
         judged_queries = sum(_check_conflicts(con, qrels_view, c, b) for b in buckets)
 
@@ -1271,7 +1324,7 @@ def evaluation(
             def queries() -> Iterator[tuple[str, dict[str, Any]]]:
                 for bucket in buckets:
                     sql, params = _scored_sql(run_view, qrels_view, c, metric_columns, truths,
-                                              bucket, rules, top_k)
+                                              bucket, rules, top_k, native_key)
                     yield (
                         f"{sql}\nSELECT {c.by_select}duckrank_query AS "
                         f"{query_label}, {metric_select} FROM scored WHERE duckrank_judged "
@@ -1287,7 +1340,7 @@ def evaluation(
         )
         for bucket in buckets:
             sql, params = _scored_sql(run_view, qrels_view, c, metric_columns, truths, bucket,
-                                      rules, top_k)
+                                      rules, top_k, native_key)
             con.execute(
                 f"INSERT INTO {partials} BY NAME {sql}\n"
                 f"SELECT {c.by_select}count(*) FILTER (WHERE duckrank_judged) AS scored, "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 
+import duckdb
 import numpy as np
 import pandas as pd
 import polars as pl
@@ -555,21 +556,32 @@ CUTOFF_METRICS = ["ndcg@3", "map@3", "P@3", "recall@5", "mrr@5", "auc@5", "hitra
                   "ndcg(gain=linear)@4", "err@5"]
 
 
+@pytest.fixture(params=["native", "sql"])
+def ranking_con(request) -> tuple[duckdb.DuckDBPyConnection, str]:
+    """A connection with the native step (which ranks the top K with duckrank_top_k) or
+    without it (DuckDB's max over {score, item} structs), and the aggregate its SQL calls."""
+    connection = duckrank.connect(native=request.param == "native")
+    yield connection, "duckrank_top_k(" if request.param == "native" else "max({'k'"
+    connection.close()
+
+
 @pytest.mark.parametrize("graded", [False, True])
-def test_cut_off_metrics_rank_only_the_top_k_and_give_the_whole_lists_values(con, graded) -> None:
+def test_cut_off_metrics_rank_only_the_top_k_and_give_the_whole_lists_values(ranking_con,
+                                                                             graded) -> None:
     """Every metric has a cut-off and the lists are 12x the largest (5): evaluate ranks each
-    query's top 5 (DuckDB's max over {score, item}) instead of sorting its 60 rows. The
-    expected values are the documented definition: each metric of the query's whole
-    to_ordered_list(item, score, '-reverse') list and the qrels' truth, computed here in SQL row
-    by row; ties (equal scores, -0.0 against 0.0, NaN, repeated items) must come out in the same
-    order."""
+    query's top 5 (duckrank_top_k, or DuckDB's max over {score, item} without the native step)
+    instead of sorting its 60 rows. The expected values are the documented definition: each
+    metric of the query's whole to_ordered_list(item, score, '-reverse') list and the qrels'
+    truth, computed here in SQL row by row; ties (equal scores, -0.0 against 0.0, NaN, repeated
+    items) must come out in the same order."""
+    con, aggregate = ranking_con
     run = _tied_long_run()
     rng = np.random.default_rng(7)
     qrels = pd.DataFrame({"user": np.repeat(np.arange(40), 8), "item": rng.integers(0, 30, 320),
                           "grade": rng.integers(1, 4, 320) if graded else 1})
     qrels = qrels.drop_duplicates(["user", "item"])
     metrics = CUTOFF_METRICS if graded else [m for m in CUTOFF_METRICS if "gain" not in m]
-    assert all("max({'k'" in sql for sql in _ranked_queries(con, run, qrels, metrics))
+    assert all(aggregate in sql for sql in _ranked_queries(con, run, qrels, metrics))
 
     got = duckrank.evaluate(run, qrels, metrics, per_user=True, connection=con)
     con.register("run_table", run)
@@ -593,14 +605,22 @@ def test_cut_off_metrics_rank_only_the_top_k_and_give_the_whole_lists_values(con
                                                             abs=1e-12, nan_ok=True), request
 
 
-@pytest.mark.parametrize(("metrics", "rows"), [(["ndcg@5", "map"], 60), (["ndcg@20"], 60)])
-def test_the_whole_list_is_ranked_without_a_cut_off_or_with_short_lists(con, metrics,
-                                                                       rows) -> None:
-    """A metric without a cut-off reads the whole list; lists under 4x the cut-off (60 rows,
-    k = 20) sort faster than a heap of k keeps them: both take to_ordered_list."""
-    run = _tied_long_run(rows=rows)
+@pytest.mark.parametrize(("metrics", "native", "ranked_by"), [
+    (["ndcg@5", "map"], True, "to_ordered_list("), (["ndcg@20"], False, "to_ordered_list("),
+    (["ndcg@20"], True, "duckrank_top_k("),
+])
+def test_the_whole_list_is_ranked_without_a_cut_off_or_with_short_lists(metrics, native,
+                                                                       ranked_by) -> None:
+    """A metric without a cut-off reads the whole list; without the native step, lists under
+    4x the cut-off (60 rows, k = 20) sort faster than DuckDB's heap of k keeps them: both take
+    to_ordered_list. duckrank_top_k grows its heap with the rows, so it ranks short lists too."""
+    run = _tied_long_run()
     qrels = pd.DataFrame({"user": [0, 1], "item": [3, 4]})
-    assert all("to_ordered_list(" in sql for sql in _ranked_queries(con, run, qrels, metrics))
+    con = duckrank.connect(native=native)
+    try:
+        assert all(ranked_by in sql for sql in _ranked_queries(con, run, qrels, metrics))
+    finally:
+        con.close()
 
 
 def test_conflicts_are_found_among_queries_of_one_grade(con) -> None:
@@ -633,3 +653,74 @@ def test_repeated_judgments_count_once_without_a_distinct_pass(con) -> None:
         once = duckrank.evaluate(run, qrels, metrics, convention=convention, connection=con)
         twice = duckrank.evaluate(run, repeated, metrics, convention=convention, connection=con)
         assert twice.iloc[0, 4:].tolist() == pytest.approx(once.iloc[0, 4:].tolist(), abs=1e-15)
+
+
+@pytest.mark.parametrize(("score_type", "item_type", "ranked_by"), [
+    ("DOUBLE", "VARCHAR", "duckrank_top_k("), ("INTEGER", "UBIGINT", "duckrank_top_k("),
+    ("DECIMAL(9, 3)", "BIGINT", "to_ordered_list("), ("UBIGINT", "BIGINT", "to_ordered_list("),
+    ("DOUBLE", "HUGEINT", "to_ordered_list("),
+])
+def test_native_top_k_takes_only_the_types_it_ranks_exactly(con, score_type, item_type,
+                                                            ranked_by) -> None:
+    """duckrank_top_k reads keys as BIGINT or DOUBLE: a DECIMAL or UBIGINT score (which a cast
+    could tie or reorder) and an item type it does not take rank as without the native step
+    (3-row lists, under 4x the cut-off: to_ordered_list).
+    Expected values (hand calculation): query 1 ranks items 7, 5, 6 (scores 3, 2, 1), its truth
+    is 5: ndcg@2 = (1 / log2(3)) / 1 = 0.6309..."""
+    con.execute(f"""CREATE TEMP TABLE typed_run AS SELECT 1 AS user, i::{item_type} AS item,
+                    s::{score_type} AS score FROM (VALUES (7, 3), (5, 2), (6, 1)) t(i, s)""")
+    con.execute(f"CREATE TEMP TABLE typed_qrels AS SELECT 1 AS user, 5::{item_type} AS item")
+    run, qrels = con.table("typed_run"), con.table("typed_qrels")
+    assert all(ranked_by in sql for sql in _ranked_queries(con, run, qrels, ["ndcg@2"]))
+    result = duckrank.evaluate(run, qrels, ["ndcg@2"], connection=con)
+    assert result["ndcg@2"][0] == pytest.approx(1 / math.log2(3), abs=1e-12)
+
+
+@pytest.mark.parametrize(("grades", "filtered"), [([1, 2, 1], False), ([1, 0, 1], True)])
+def test_truth_lists_skip_the_relevance_filter_when_every_grade_passes(con, grades,
+                                                                       filtered) -> None:
+    """Binary reading (min_grade=1): when the smallest grade passes, every judged item is
+    relevant and the truth list is built without the FILTER; a grade 0 keeps it. Expected
+    (hand calculation): the run ranks items 1, 2, 3; relevant are the items of grade >= 1, so
+    recall@2 = 2/3 with every grade passing (items 1, 2 of 1, 2, 3) and 1/2 with item 2 at 0
+    (item 1 of 1, 3)."""
+    run = pd.DataFrame({"user": [1, 1, 1], "item": [1, 2, 3], "score": [3.0, 2.0, 1.0]})
+    qrels = pd.DataFrame({"user": [1, 1, 1], "item": [1, 2, 3], "grade": grades})
+    metrics = ["recall(min_grade=1)@2"]
+    assert all(("FILTER (WHERE g >=" in sql) == filtered
+               for sql in _ranked_queries(con, run, qrels, metrics))
+    result = duckrank.evaluate(run, qrels, metrics, connection=con)
+    assert result[metrics[0]][0] == pytest.approx(1 / 2 if filtered else 2 / 3, abs=1e-12)
+
+
+@pytest.mark.parametrize("options", [
+    {"ids": "varchar"}, {"convention": "trec_eval"}, {"by": "system"},
+    {"rank_column": "rank"},
+])
+def test_native_top_k_gives_the_sql_heaps_values_under_every_option(options) -> None:
+    """VARCHAR ids, trec_eval's float scores, a by column and an ascending rank column all reach
+    duckrank_top_k (through the casts evaluate makes); each must give, query by query, the values
+    of the same evaluation without the native step (DuckDB's max over {key, item}, which
+    test_cut_off_metrics_rank_only_the_top_k_and_give_the_whole_lists_values checks against the
+    definition)."""
+    run = _tied_long_run()
+    scores = run["score"].to_numpy()
+    run = run.append_column("system", pa.array(np.where(run["item"].to_numpy() % 2, "b", "a")))
+    run = run.append_column("rank", pa.array(np.where(np.isnan(scores), 9, scores * 4)
+                                              .astype("int64")))
+    rng = np.random.default_rng(5)
+    qrels = pd.DataFrame({"user": np.repeat(np.arange(40), 8), "item": rng.integers(0, 30, 320),
+                          "grade": rng.integers(1, 3, 320)}).drop_duplicates(["user", "item"])
+    metrics = ["ndcg@3", "P@3", "recall@5"]
+    values = []
+    for native in (True, False):
+        con = duckrank.connect(native=native)
+        try:
+            if options.get("by") is None:  # per query (by gives one row per group)
+                assert all(("duckrank_top_k(" in sql) == native
+                           for sql in _ranked_queries(con, run, qrels, metrics))
+            values.append(duckrank.evaluate(run, qrels, metrics, per_user="by" not in options,
+                                            connection=con, **options))
+        finally:
+            con.close()
+    pd.testing.assert_frame_equal(values[0], values[1], rtol=1e-12)

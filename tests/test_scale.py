@@ -124,7 +124,8 @@ LONG_PEAK = """
     ranges, ranked = [], []
     buckets, scored_sql = evaluation._buckets, evaluation._scored_sql
     evaluation._buckets = lambda *a: ranges.extend(buckets(*a)) or ranges
-    evaluation._scored_sql = lambda *a: ranked.append(a[-1]) or scored_sql(*a)
+    # _scored_sql's last two arguments: top_k, native_key.
+    evaluation._scored_sql = lambda *a: ranked.append(a[-2]) or scored_sql(*a)
     con = duckrank.connect()
     con.execute("SET threads = 2")
     frame = duckrank.evaluate(sys.argv[1], sys.argv[2], "ndcg@5", connection=con)

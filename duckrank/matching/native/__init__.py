@@ -6,8 +6,10 @@ It adds ``duckrank_match(function, rec, truth, k)``, which returns what
 grades, the ideal list, n and the first bad grade), and ``duckrank_grades(rec, truth, k)``, the
 grades of the whole top K (trec_eval's gain measures); all take
 ``current_setting('memory_limit')`` as an optional last argument, the bound of their scratch
-memory (match.c says how). ndcg over 1,000,000 users is 2.5x to 3x faster with them
-(benchmarks/RESULTS.md). The metric
+memory (match.c says how). It also adds the aggregate ``duckrank_top_k(item, key, k)`` (topk.c):
+per group the first k items of ``to_ordered_list(item, key, '-reverse')``, from a heap of at most
+k pairs, with which ``duckrank.evaluate`` ranks long runs when every metric has a cut-off.
+ndcg over 1,000,000 users is 2.5x to 3x faster with them (benchmarks/RESULTS.md). The metric
 macros call them for the id types they handle when loaded (``duckrank.render.macros``) and use
 the SQL form otherwise, so every number is the same with or without them.
 

@@ -70,6 +70,7 @@ DUCKDB_EXTENSION_EXTERN
 
 #include "budget.h"
 #include "preferences.h"
+#include "topk.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -1067,6 +1068,9 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
 	}
 	if (state == DuckDBSuccess) {
 		state = duckrank_register_preferences(connection, account);
+	}
+	if (state == DuckDBSuccess) {
+		state = duckrank_register_top_k(connection);
 	}
 
 	duckdb_logical_type *types[] = {&varchar, &any, &bigint, &result, &real, &grade_list, &graded};
