@@ -105,10 +105,11 @@ class Option:
 class Choice:
     """An option whose value a record's ``sql`` chooses a form by, with a CASE on the option
     (``duckrank.metrics.graded.choose_sql``), and ``default_sql``: the same SQL with the
-    default's form written in place of that CASE. The macros take ``default_sql`` when the
-    option is at its default (``is_default_sql``, a test DuckDB folds outside the per-row
-    lambda): inside that lambda DuckDB evaluates even a CASE on a constant for every row, which
-    cost the default path 10-20% (docs/conventions.md)."""
+    default's form written in place of that CASE. The macros' native path takes
+    ``default_sql`` when the option is at its default (``is_default_sql``, a test DuckDB folds
+    outside the per-row lambda; ``duckrank.render.macros._default_first``): inside that lambda
+    DuckDB evaluates even a CASE on a constant for every row, which cost the default path
+    10-20% (docs/conventions.md)."""
 
     option: Option
     default_sql: str
