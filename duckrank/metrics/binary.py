@@ -20,11 +20,11 @@ from duckrank.metrics.graded import (
     binary_ndcg_sql,
     check_ideal_k,
     check_options,
-    choose_sql,
+    chosen_sql,
     discounts,
     ideal_k_error_sql,
 )
-from duckrank.metrics.record import Metric, Option
+from duckrank.metrics.record import Choice, Metric, Option
 
 NAN = np.nan
 
@@ -65,12 +65,13 @@ def _divided(function: str, option: Option, choice: str, h: Hits,
     return _where_defined(h, defined, _ratio(numerator, denominator))
 
 
-def _denominator_sql(option: Option) -> str:
-    """The SQL twin of ``_divided``'s denominator: NULL where it is 0 (so the quotient is NULL),
-    chosen by ``choose_sql``. Only the denominator is chosen, so that the numerator's list
-    lambdas are written once (see ``choose_sql``: every branch holding the whole formula cost
-    20-40% on map@10 and ndcg@10; this costs 0-20%, see docs/conventions.md)."""
-    return choose_sql(option, {c: _DENOMINATORS[c][0] for c in option.choices})
+def _divided_sql(option: Option, formula: Callable[[str], str]) -> dict[str, str | Choice]:
+    """The SQL twin of ``_divided``: ``formula`` over the chosen denominator, NULL where it is 0
+    (so the quotient is NULL), with the default's form for the macros' default path
+    (``chosen_sql``). Only the denominator is chosen, so that the numerator's list lambdas are
+    written once (see ``choose_sql``: every branch holding the whole formula cost 20-40% on
+    map@10 and ndcg@10)."""
+    return chosen_sql(option, {c: _DENOMINATORS[c][0] for c in option.choices}, formula)
 
 
 def _precision_sql(denominator: str) -> str:
@@ -203,7 +204,7 @@ PRECISION_AT = Metric(
     formula="hits / K, K = min(k, len(rec)); denominator := 'k': hits / k",
     undefined="NULL when the top K is empty (empty rec); with denominator := 'k', when k is "
     "omitted and rec is empty.",
-    sql=_precision_sql(_denominator_sql(PRECISION_DENOMINATOR)),
+    **_divided_sql(PRECISION_DENOMINATOR, _precision_sql),
     kernel=_precision,
     aliases=("precision", "p"),
     options=(PRECISION_DENOMINATOR,),
@@ -217,7 +218,7 @@ RECALL_AT = Metric(
     formula="hits / |truth|; denominator := 'min_k_truth': hits / min(k, |truth|)",
     undefined="NULL when truth has no item; with denominator := 'min_k_truth', also when k is "
     "omitted and rec is empty.",
-    sql=_recall_sql(_denominator_sql(RECALL_DENOMINATOR)),
+    **_divided_sql(RECALL_DENOMINATOR, _recall_sql),
     kernel=_recall,
     aliases=("recall",),
     options=(RECALL_DENOMINATOR,),
@@ -233,7 +234,7 @@ AVERAGE_PRECISION = Metric(
     "min(K, |truth|); 'k': by k; 'hits': by the hits in the top K, 0 without hits)",
     undefined="NULL when truth has no item; with a denominator other than 'truth' and 'hits', "
     "also when it is 0 (k omitted, or 'min_returned_truth', with an empty rec).",
-    sql=_average_precision_sql(_denominator_sql(AP_DENOMINATOR)),
+    **_divided_sql(AP_DENOMINATOR, _average_precision_sql),
     kernel=_average_precision,
     aliases=("map", "ap"),
     options=(AP_DENOMINATOR,),
@@ -270,12 +271,12 @@ NDCG = Metric(
     "IDCG = sum over i = 1..min(k, |truth|) of 1 / log2(i + 1) (ideal := 'k': over i = 1..k); "
     "0 when the top K has no hit",
     undefined="NULL when truth has no item.",
-    # Only the number of ideal hits is chosen, for the reason given in _denominator_sql.
-    sql=_binary_ndcg_sql(choose_sql(IDEAL, {
+    # Only the number of ideal hits is chosen, for the reason given in _divided_sql.
+    **chosen_sql(IDEAL, {
         "min_k_truth": "least({k}, {n})",
         "k": f"CASE WHEN {{k}} > {IDEAL_K_LIMIT} THEN {ideal_k_error_sql('ndcg', '{k}')} "
         "ELSE {k} END",
-    })),
+    }, _binary_ndcg_sql),
     kernel=_ndcg,
     options=NDCG_OPTIONS,
     aliases=("ndcg_cut",),

@@ -31,7 +31,7 @@ from dataclasses import replace
 import numpy as np
 
 from duckrank.matching.arrays import Grades
-from duckrank.metrics.record import Metric, Option
+from duckrank.metrics.record import Choice, Metric, Option
 
 GRADED_TRUTH = "MAP(VARCHAR, DOUBLE)"
 
@@ -137,12 +137,23 @@ def choose_sql(option: Option, forms: dict[str, str]) -> str:
     """SQL taking ``forms[value]`` for the option's value (one form per choice); the option
     check (``option_errors_sql``) runs before, so no other value reaches the ELSE. Inside the
     macro's per-row lambda DuckDB does not fold this CASE even for a constant option, and its
-    cost grows with all its branches: keep the forms small (a denominator, not a formula)."""
+    cost grows with all its branches: keep the forms small (a denominator, not a formula), and
+    give the record a ``choice`` (``chosen_sql``) so that the default path goes without it."""
     others = "".join(
         f"WHEN {_text(option.name)} = '{choice}' THEN ({forms[choice]}) "
         for choice in option.choices if choice != option.default
     )
     return f"CASE {others}ELSE ({forms[str(option.default)]}) END"
+
+
+def chosen_sql(option: Option, forms: dict[str, str],
+               formula: Callable[[str], str]) -> dict[str, str | Choice]:
+    """A record's ``sql`` and ``choice`` (keyword arguments of ``Metric``): ``formula`` over the
+    form the option chooses (``choose_sql``), and the same formula over the default's form."""
+    return {
+        "sql": formula(choose_sql(option, forms)),
+        "choice": Choice(option, formula(forms[str(option.default)])),
+    }
 
 
 def ideal_k_error_sql(function: str, k: str) -> str:
@@ -390,11 +401,11 @@ NDCG_GRADED = Metric(
     f"{_GAIN_AND_DISCOUNT}",
     undefined=_NO_RELEVANT_EMPTY,
     # Only the ideal list is chosen, for the reason given in choose_sql.
-    sql=_graded_ndcg_sql(choose_sql(IDEAL, {
+    **chosen_sql(IDEAL, {
         "min_k_truth": "{ideal}",
         "k": f"CASE WHEN {{k}} > {IDEAL_K_LIMIT} THEN {ideal_k_error_sql('ndcg', '{k}')} "
         "ELSE list_resize([]::DOUBLE[], {k}, {ideal}[1]) END",
-    })),
+    }, _graded_ndcg_sql),
     kernel=_ndcg,
     inputs="grades",
     truth_type=GRADED_TRUTH,

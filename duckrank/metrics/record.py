@@ -101,6 +101,23 @@ class Option:
         return repr(self.default)
 
 
+@dataclass(frozen=True)
+class Choice:
+    """An option whose value a record's ``sql`` chooses a form by, with a CASE on the option
+    (``duckrank.metrics.graded.choose_sql``), and ``default_sql``: the same SQL with the
+    default's form written in place of that CASE. The macros' native path takes
+    ``default_sql`` when the option is at its default (``is_default_sql``, a test DuckDB folds
+    outside the per-row lambda; ``duckrank.render.macros._default_first``): inside that lambda
+    DuckDB evaluates even a CASE on a constant for every row, which cost the default path
+    10-20% (docs/conventions.md)."""
+
+    option: Option
+    default_sql: str
+
+    def is_default_sql(self) -> str:
+        return f"{self.option.name}::VARCHAR = {self.option.sql_default()}"
+
+
 def bounded_option_errors_sql(function: str, options: Iterable[Option]) -> list[tuple[str, str]]:
     """(condition, error) pairs for the options with ``bounds`` whose value is outside them."""
     checks = []
@@ -188,6 +205,7 @@ class Metric:
     cutoff: bool = True  # False: the function takes no k
     first_argument: str = "rec"
     result_type: str = "DOUBLE"  # the SQL type of the value; a VARCHAR kernel returns objects
+    choice: Choice | None = None  # the option ``sql`` chooses a form by, if any
 
     @property
     def cli_names(self) -> tuple[str, ...]:
