@@ -304,6 +304,8 @@ OWN_SCRIPTS = {
                "ndcg/dcg/err at k = 10 and 100", []),
     "long": ("end to end from long Parquet: 1,000,000 users x 100 items; peak RSS at "
              "1,000,000 and 10,000,000 users", []),
+    "option_cost": ("300,000 users x top 100 BIGINT, k = 10: the options' defaults vs the "
+                    "macros before them", []),
 }
 SECTIONS = (
     "main", "peers", "ordered_list", "streaming", "long_memory", *OWN_SCRIPTS
