@@ -49,6 +49,16 @@ def _both(
         f"{graded_match_sql('rec', 'truth', 'k', integer_keys)} FROM one"
     ).fetchone()
 
+def _assert_agree(rows: list[tuple[dict, dict]]) -> None:
+    """The native and SQL structs of each row are equal field by field (the other fields are not
+    read when bad > 0), and the rows had hits and bad grades to compare."""
+    for native_row, sql_row in rows:
+        if sql_row["bad"]:
+            assert native_row["bad"] == sql_row["bad"]
+        else:
+            assert native_row == sql_row
+    assert any(row[1]["pos"] for row in rows) and any(row[1]["bad"] for row in rows)
+
 
 def test_integer_ids_match_the_keys_that_are_their_text(fast) -> None:
     """By hand, k = 4: rec [5, 7, 5, 3, 9]; '07' is not 7's text and 'x' no integer's, so the top
@@ -119,12 +129,7 @@ def test_native_and_sql_forms_agree_on_random_rows(fast) -> None:
                   for _ in range(rng.randrange(8))}
         truth = "MAP {" + ", ".join(f"'{key}': {g}" for key, g in grades.items()) + "}"
         rows.append(_both(fast, rec, truth, rng.choice([1, 2, 3, 10])))
-    for native_row, sql_row in rows:
-        if sql_row["bad"]:
-            assert native_row["bad"] == sql_row["bad"]
-        else:
-            assert native_row == sql_row
-    assert any(row[1]["pos"] for row in rows) and any(row[1]["bad"] for row in rows)
+    _assert_agree(rows)
 
 
 def test_native_and_sql_forms_agree_on_integer_keys(fast) -> None:
@@ -144,12 +149,7 @@ def test_native_and_sql_forms_agree_on_integer_keys(fast) -> None:
                   for _ in range(rng.randrange(8))}
         truth = "MAP {" + ", ".join(f"({key})::BIGINT: {g}" for key, g in grades.items()) + "}"
         rows.append(_both(fast, rec, truth, rng.choice([1, 2, 3, 10]), integer_keys=True))
-    for native_row, sql_row in rows:
-        if sql_row["bad"]:
-            assert native_row["bad"] == sql_row["bad"]
-        else:
-            assert native_row == sql_row
-    assert any(row[1]["pos"] for row in rows) and any(row[1]["bad"] for row in rows)
+    _assert_agree(rows)
 
 
 def test_metrics_read_the_native_step_and_agree_with_sql(fast, sql_only) -> None:
