@@ -10,21 +10,22 @@ and joined with per-item statistics of the side tables, never a catalogue per ro
 ``recs`` has a user column, a LIST column of items (best first) and, for ``serendipity`` and
 the ``ips_*`` metrics, a LIST column of the user's relevant items; side tables are DataFrames
 with the macros' columns (``train``: user, item; ``categories``: item, category;
-``propensities``: item, propensity). The result has the shape of the DuckDB macro: one row for
-a catalogue metric, (user, value) per user of ``recs`` for a per-user one, (user, value) per user
-of both for a list similarity (``other`` joined on the user).
+``embeddings``: item, embedding; ``propensities``: item, propensity). The result has the shape of
+the DuckDB macro: one row for a catalogue metric, (user, value) per user of ``recs`` for a
+per-user one, (user, value) per user of both for a list similarity (``other`` joined on the user).
+``inter_user_diversity`` draws the same pairs of users as DuckDB for the same seed: DuckDB's hash
+of integers is reproduced here (``_duckdb_hash``, checked against DuckDB in the tests).
 
-Not here: ``ild_embedding`` (it needs per-dimension sums of vectors: use DuckDB, or compute it
-per partition), ``inter_user_diversity`` (its pairs are drawn with DuckDB's hash function, which
-Spark does not have, so its sampled value would differ), and a ``catalog`` table for
-``exposure_gini`` and ``serendipity`` (give ``catalog_size``).
+Not here: a ``catalog`` table for ``exposure_gini`` and ``serendipity`` (give ``catalog_size``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType
@@ -125,6 +126,15 @@ def _exposure_gini(a: _Inputs) -> DataFrame:
                       .alias(a.name))
 
 
+def _one_row_per_item(a: _Inputs, option: str, table: DataFrame) -> DataFrame:
+    """``table`` (with an ``item`` column), refusing an item given twice: the join would count
+    it twice, a wrong number without a sign (the macros refuse it too)."""
+    twice = table.where(F.col("item").isNotNull()).groupBy("item").count()
+    for row in twice.where("count > 1").limit(1).collect():
+        raise ValueError(f"{a.name}: {option} holds item {row['item']} more than once")
+    return table
+
+
 def _item_mean(a: _Inputs, stats: DataFrame, value: Column) -> DataFrame:
     """Per user: the mean of ``value`` over its top k, ``stats`` (item, ...) left-joined."""
     return a.per_user(a.top().join(stats, "item", "left").groupBy("user")
@@ -162,17 +172,117 @@ def _long_tail_share(a: _Inputs) -> DataFrame:
 
 
 def _ild_category(a: _Inputs) -> DataFrame:
-    categories = a.table("categories").select(
+    categories = _one_row_per_item(a, "categories", a.table("categories").select(
         F.col(a.item).alias("item"), F.col(a.options.pop("category_col", "category"))
-        .alias("cat"))
-    twice = categories.groupBy("item").count().where("count > 1").limit(1).collect()
-    if twice:
-        raise ValueError(f"{a.name}: categories holds item {twice[0]['item']} more than once")
+        .alias("cat")))
     per = (a.top().join(categories, "item", "left").where(F.col("cat").isNotNull())
            .groupBy("user", "cat").agg(F.count("*").cast("double").alias("n")))
     m = F.sum("n")
     value = (m * m - F.sum(F.col("n") * F.col("n"))) / (m * (m - 1))
     return a.per_user(per.groupBy("user").agg(F.when(m > 1, value).alias(a.name)))
+
+
+def _ild_embedding(a: _Inputs) -> DataFrame:
+    """The record's computed form: 1 - (|sum u_i|^2 - m) / (m (m - 1)) over the unit vectors
+    u_i of the user's items, the sum of each user's vectors taken element by element over its
+    collected list (one shuffle by user, no row per dimension)."""
+    vectors = _one_row_per_item(a, "embeddings", a.table("embeddings").select(
+        F.col(a.item).alias("item"), F.col(a.options.pop("vector_col", "embedding"))
+        .cast("array<double>").alias("v")))
+    # DuckDB's list_dot_product refuses a NULL element; here the error names the item.
+    for row in vectors.where(F.exists("v", lambda x: x.isNull())).limit(1).collect():
+        raise ValueError(f"{a.name}: the embedding of item {row['item']} holds a NULL")
+    norm = F.sqrt(F.aggregate("v", F.lit(0.0), lambda acc, x: acc + x * x))
+    units = (vectors.withColumn("norm", norm).where(F.col("norm") > 0)
+             .select("item", F.transform("v", lambda x: x / F.col("norm")).alias("u")))
+    lists = (a.top().join(units, "item").groupBy("user")
+             .agg(F.collect_list("u").alias("us")))
+    # zip_with pads the shorter of two vectors with NULL, so vectors of different lengths
+    # leave a NULL in the sum.
+    total = F.aggregate("us", F.array_repeat(F.lit(0.0), F.size(F.col("us")[0])),
+                        lambda acc, u: F.zip_with(acc, u, lambda x, y: x + y))
+    m = F.size("us").cast("double")
+    squares = F.aggregate(total, F.lit(0.0), lambda acc, x: acc + x * x)
+    value = (F.when(F.exists(total, lambda x: x.isNull()), F.raise_error(F.concat(
+        F.lit(f"{a.name}: the vectors of the items of user "), F.col("user").cast("string"),
+        F.lit(" differ in length")))).when(m > 1, 1 - (squares - m) / (m * (m - 1))))
+    return a.per_user(lists.select("user", value.cast("double").alias(a.name)))
+
+
+# DuckDB's hash() of integers (the same in DuckDB 1.5 and 2.0; tests/engines/test_spark_beyond.py
+# checks it against the installed DuckDB): each value through the MurmurHash64 finaliser, the
+# values of a row combined left to right by combine(h, x) = ((h ^ h >> 32) * C) ^ x. numpy's
+# uint64 arrays wrap as C does.
+_MIX = np.uint64(0xD6E8FEB86659FD93)
+_32 = np.uint64(32)
+
+
+def _murmur(x: np.ndarray) -> np.ndarray:
+    x = (x ^ (x >> _32)) * _MIX
+    x = (x ^ (x >> _32)) * _MIX
+    return x ^ (x >> _32)
+
+
+def _combine(h: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return ((h ^ (h >> _32)) * _MIX) ^ x
+
+
+def _seed_bits(seed: int) -> np.ndarray:
+    """The seed's bits as DuckDB hashes them: it types an integer as INTEGER when it fits 32
+    bits, whose hash reads it as unsigned 32 bits, else as BIGINT (64 bits)."""
+    bits = seed & 0xFFFFFFFF if -2**31 <= seed < 2**31 else seed & 0xFFFFFFFFFFFFFFFF
+    return np.array([bits], dtype=np.uint64)
+
+
+def _duckdb_hash(seed: int, j: np.ndarray, last: int) -> np.ndarray:
+    """DuckDB's ``hash(seed, j, last)`` for BIGINT j and an INTEGER literal ``last``."""
+    h = _combine(_murmur(_seed_bits(seed)), _murmur(j.astype(np.uint64)))
+    return _combine(h, _murmur(np.array([last], dtype=np.uint64)))
+
+
+def _user_pairs(j: np.ndarray, n: int, exact: bool, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pair number j -> users (a, b) numbered 1..n, as the inter_user_diversity macro draws
+    them: with ``exact``, j = t (t - 1) / 2 + b - 1 inverted in floating point as the macro
+    does (so the same pair even where the square root rounds), else drawn from hash(seed, j, 0)
+    and hash(seed, j, 1), b moved past a so that a <> b."""
+    if exact:
+        t = np.floor((1 + np.sqrt((1 + 8 * j).astype(np.float64))) / 2).astype(np.int64)
+        return t + 1, j - t * (t - 1) // 2 + 1
+    a = 1 + (_duckdb_hash(seed, j, 0) % np.uint64(n)).astype(np.int64)
+    b = 1 + (_duckdb_hash(seed, j, 1) % np.uint64(n - 1)).astype(np.int64)
+    return a, np.where(b < a, b, b + 1)
+
+
+def _inter_user_diversity(a: _Inputs) -> DataFrame:
+    pairs = a.options.pop("pairs", 100_000)
+    seed = a.options.pop("seed", 0)
+    if isinstance(pairs, bool) or not isinstance(pairs, int | float) or pairs < 1 \
+            or pairs != int(pairs):
+        raise ValueError(f"{a.name}: pairs must be a positive integer, got {pairs!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not -2**63 <= seed < 2**63:
+        raise ValueError(f"{a.name}: seed must be an integer of 64 bits, got {seed!r}")
+    top = F.slice(F.coalesce(F.col(a.rec), F.array()), 1, a.k)
+    users = a.recs.select(
+        F.row_number().over(Window.orderBy(F.col(a.user).asc_nulls_last())).alias("i"),
+        F.array_distinct(F.filter(top, lambda x: x.isNotNull())).alias("top"))
+    n = users.count()
+    exact = n * (n - 1) // 2 <= pairs
+    drawn = n * (n - 1) // 2 if exact else int(pairs)
+
+    def draw(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            first, second = _user_pairs(batch.column("id").to_numpy(), n, exact, seed)
+            yield pa.RecordBatch.from_arrays([pa.array(first), pa.array(second)], ["a", "b"])
+
+    numbered = a.recs.sparkSession.range(drawn).mapInArrow(draw, "a long, b long")
+    x = users.select(F.col("i").alias("a"), F.col("top").alias("x"))
+    y = users.select(F.col("i").alias("b"), F.col("top").alias("y"))
+    common = F.size(F.array_intersect("x", "y"))
+    union = F.size("x") + F.size("y") - common
+    d = F.when(union > 0, 1 - common / union)
+    return (numbered.join(x, "a").join(y, "b")
+            .agg(F.avg(d).alias(a.name), F.count(d).alias("pairs_used"),
+                 F.lit(exact).alias("exact")))
 
 
 def _serendipity(a: _Inputs) -> DataFrame:
@@ -205,9 +315,7 @@ def _propensities(a: _Inputs, gamma: float) -> DataFrame:
         for row in bad.collect():
             raise ValueError(f"{a.name}: the propensity of item {row['item']} must be in "
                              f"(0, 1], got {row['p']}")
-        for row in table.groupBy("item").count().where("count > 1").limit(1).collect():
-            raise ValueError(f"{a.name}: propensities holds item {row['item']} more than once")
-        return table
+        return _one_row_per_item(a, "propensities", table)
     counts = (train.select(F.col(a.item).alias("item")).where(F.col("item").isNotNull())
               .groupBy("item").agg(F.count("*").cast("double").alias("n")))
     return counts.select("item", F.pow(F.col("n") / F.max("n").over(Window.partitionBy()),
@@ -283,7 +391,9 @@ METRICS: dict[str, Callable[[_Inputs], DataFrame]] = {
     "arp": _arp,
     "self_information": _self_information,
     "long_tail_share": _long_tail_share,
+    "ild_embedding": _ild_embedding,
     "ild_category": _ild_category,
+    "inter_user_diversity": _inter_user_diversity,
     "serendipity": _serendipity,
     "overlap_at": _pair,
     "jaccard_at": _pair,
@@ -298,7 +408,8 @@ def beyond_accuracy(recs: DataFrame, metric: str, k: int, **options: Any) -> Dat
     """The beyond-accuracy ``metric`` of ``recs`` at cut-off ``k`` as a Spark DataFrame shaped
     like the DuckDB macro's result. ``options`` are the macro's (``normalize=True``,
     ``head_share=0.1``, ``gamma=1``, ``estimator='ips'``, ``p=0.8``, ...), the side tables as
-    DataFrames (``train=``, ``categories=``, ``propensities=``, ``other=``), ``catalog_size=``,
+    DataFrames (``train=``, ``categories=``, ``embeddings=``, ``propensities=``, ``other=``),
+    ``catalog_size=``, ``vector_col=``, ``pairs=``, ``seed=``,
     and the column names (``user_col``, ``rec_col``, ``truth_col``, ``item_col``)."""
     if metric not in METRICS:
         raise ValueError(f"unknown beyond-accuracy metric on Spark {metric!r}; known: "

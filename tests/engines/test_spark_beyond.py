@@ -2,9 +2,11 @@
 macros (the reference: they are checked against the records' kernels, hand calculations and the
 peers in tests/metrics/test_beyond_accuracy.py and tests/metrics/test_debiased.py) on small
 generated data with empty and NULL lists, NULL elements, items absent from train and repeated
-training pairs."""
+training pairs; and hand calculations for ild_embedding and inter_user_diversity."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +17,7 @@ pytest.importorskip("pyspark", reason="pip install duckrank[spark]")
 import duckdb  # noqa: E402
 
 from duckrank import spark as duckrank_spark  # noqa: E402
+from duckrank.engines.spark_beyond import _duckdb_hash  # noqa: E402
 from duckrank.render.beyond_accuracy import MACROS  # noqa: E402
 
 K = 4
@@ -37,6 +40,8 @@ def _data() -> dict[str, pa.Table]:
     train_users = rng.integers(0, users, 200)
     train_items = rng.choice(18, 200, p=weights[:18] / weights[:18].sum())
     list_type = pa.list_(pa.int64())
+    # Items 0-15 have a vector, 16 a zero vector (left out), 17 a NULL one; 18, 19 none.
+    vectors = [[float(x) for x in rng.normal(size=3)] for _ in range(16)] + [[0.0] * 3, None]
     return {
         "recs": pa.table({"user": np.arange(users), "rec": pa.array(recs, list_type),
                           "truth": pa.array(truth, list_type)}),
@@ -47,6 +52,8 @@ def _data() -> dict[str, pa.Table]:
         "categories": pa.table({"item": np.arange(18), "category": [
             "abc"[i % 3] for i in range(18)]}),
         "props": pa.table({"item": np.arange(20), "propensity": np.linspace(0.05, 1, 20)}),
+        "embeddings": pa.table({"item": np.arange(18),
+                                "embedding": pa.array(vectors, pa.list_(pa.float64()))}),
     }
 
 
@@ -60,8 +67,9 @@ def spark(spark_session):
 
 @pytest.fixture(scope="module")
 def frames(spark) -> dict:
-    return {name: spark.createDataFrame(table.to_pandas() if name != "recs" and name != "other"
-                                        else table.to_pylist(), schema=None)
+    return {name: spark.createDataFrame(table.to_pylist() if name in ("recs", "other",
+                                                                      "embeddings")
+                                        else table.to_pandas(), schema=None)
             for name, table in DATA.items()}
 
 
@@ -97,6 +105,17 @@ CASES = [
     ("long_tail_share", {"train": "train", "head_share": 0.3}, "FROM long_tail_share('recs', "
      "'train', 4, head_share := 0.3)"),
     ("ild_category", {"categories": "categories"}, "FROM ild_category('recs', 'categories', 4)"),
+    ("ild_embedding", {"embeddings": "embeddings"}, "FROM ild_embedding('recs', 'embeddings', "
+     "4)"),
+    # 40 users: 780 pairs, all of them (exact) with pairs := 1000, else sampled: a value equal
+    # to 1e-12 over 300 sampled pairs means the same pairs. The seeds are typed INTEGER (-7) and
+    # BIGINT (2^40) by DuckDB, which hashes the two types differently.
+    ("inter_user_diversity", {"pairs": 1000}, "SELECT inter_user_diversity FROM "
+     "inter_user_diversity('recs', 4, pairs := 1000)"),
+    ("inter_user_diversity", {"pairs": 300, "seed": -7}, "SELECT inter_user_diversity FROM "
+     "inter_user_diversity('recs', 4, pairs := 300, seed := -7)"),
+    ("inter_user_diversity", {"pairs": 300, "seed": 2**40}, "SELECT inter_user_diversity FROM "
+     f"inter_user_diversity('recs', 4, pairs := 300, seed := {2**40})"),
     ("serendipity", {"train": "train", "catalog_size": 25}, "FROM serendipity('recs', 'train', "
      "4, catalog_size := 25)"),
     ("overlap_at", {"other": "other"}, "SELECT user, overlap_at(r.rec, o.rec, 4) FROM recs r "
@@ -154,8 +173,12 @@ def test_errors_name_the_function_and_value(frames) -> None:
     for call, message in (
         (lambda: duckrank_spark.beyond_accuracy(recs, "arp", 0, train=frames["train"]),
          "arp: k must be a positive integer, got 0"),
-        (lambda: duckrank_spark.beyond_accuracy(recs, "ild_embedding", 3),
-         "unknown beyond-accuracy metric on Spark 'ild_embedding'"),
+        (lambda: duckrank_spark.beyond_accuracy(recs, "ild", 3),
+         "unknown beyond-accuracy metric on Spark 'ild'"),
+        (lambda: duckrank_spark.beyond_accuracy(recs, "inter_user_diversity", 3, seed=1.5),
+         "inter_user_diversity: seed must be an integer of 64 bits, got 1.5"),
+        (lambda: duckrank_spark.beyond_accuracy(recs, "inter_user_diversity", 3, pairs=0),
+         "inter_user_diversity: pairs must be a positive integer, got 0"),
         (lambda: duckrank_spark.beyond_accuracy(recs, "ips_recall", 3, train=frames["train"]),
          "ips_recall: item 1[89] of the truth of user [0-9]+ has no propensity"),
         (lambda: duckrank_spark.beyond_accuracy(recs, "arp", 3, train=frames["train"], x=1),
@@ -166,3 +189,67 @@ def test_errors_name_the_function_and_value(frames) -> None:
     ):
         with pytest.raises(ValueError, match=message):
             call()
+
+
+@pytest.mark.parametrize("seed", [0, 42, -7, -2**31, 2**31, 2**40, -2**40, 2**63 - 1])
+def test_hash_is_duckdbs(seed: int) -> None:
+    """The pairs are drawn from hash(seed, j, 0/1): the numpy form equals DuckDB's own hash
+    for seeds that DuckDB types INTEGER and BIGINT (hashed as 32 and 64 bits)."""
+    j = np.arange(0, 10**6, 997, dtype=np.int64)
+    rows = duckdb.sql(f"SELECT hash({seed}, j, 0), hash({seed}, j, 1) FROM "
+                      "(SELECT range AS j FROM range(0, 1000000, 997)) ORDER BY j").fetchall()
+    assert [int(h) for h in _duckdb_hash(seed, j, 0)] == [row[0] for row in rows]
+    assert [int(h) for h in _duckdb_hash(seed, j, 1)] == [row[1] for row in rows]
+
+
+def test_sampled_inter_user_diversity_row_is_duckdbs(frames, con) -> None:
+    """The whole row (value, pairs_used, exact) for sampled pairs, against the DuckDB macro."""
+    got = duckrank_spark.beyond_accuracy(frames["recs"], "inter_user_diversity", K, pairs=200,
+                                         seed=3).collect()
+    expected = con.execute("FROM inter_user_diversity('recs', 4, pairs := 200, seed := 3)"
+                           ).fetchall()
+    assert [tuple(row) for row in got][0][1:] == expected[0][1:]
+    _close(got[0][0], expected[0][0])
+
+
+def test_hand_calculation(spark) -> None:
+    """ild_embedding: user 1's top 5 is a = (1, 0), a zero vector (left out), b = (0, 1),
+    c = (1, 1), an item without a vector (left out): distances 1 - cos are a-b 1, a-c and b-c
+    1 - 1/sqrt(2), mean (3 - sqrt(2)) / 3. User 2 has one item with a vector: NULL.
+    inter_user_diversity at k = 2: tops {1, 2} (from [1, 2, 9]), {2, 3}, {} and NULL (as {}):
+    pairs 1-2: 1 - 1/3; 1-3, 1-4, 2-3, 2-4: 1; 3-4: both empty, left out; mean (2/3 + 4) / 5
+    = 14/15 over 5 pairs, exact (6 pairs <= 100,000)."""
+    recs = spark.createDataFrame(
+        [(1, [10, 13, 11, 12, 14]), (2, [10, 14]), (3, None)], "user long, rec array<long>")
+    embeddings = spark.createDataFrame(
+        [(10, [1.0, 0.0]), (11, [0.0, 1.0]), (12, [1.0, 1.0]), (13, [0.0, 0.0])],
+        "item long, embedding array<double>")
+    ild = dict(duckrank_spark.beyond_accuracy(recs, "ild_embedding", 5,
+                                              embeddings=embeddings).collect())
+    assert ild.keys() == {1, 2, 3} and ild[2] is None and ild[3] is None
+    assert ild[1] == pytest.approx((3 - math.sqrt(2)) / 3, abs=TOL)
+    lists = spark.createDataFrame([(1, [1, 2, 9]), (2, [3, 2]), (3, []), (4, None)],
+                                  "user long, rec array<long>")
+    row = duckrank_spark.beyond_accuracy(lists, "inter_user_diversity", 2).collect()[0]
+    assert row["inter_user_diversity"] == pytest.approx(14 / 15, abs=TOL)
+    assert (row["pairs_used"], row["exact"]) == (5, True)
+
+
+def test_ild_embedding_refuses_what_duckdb_refuses(spark) -> None:
+    """Vectors of different lengths in one list (the macro's error), a NULL element (DuckDB's
+    list_dot_product refuses it) and an item given twice."""
+    recs = spark.createDataFrame([(1, [10, 11])], "user long, rec array<long>")
+
+    def ild(rows: list) -> list:
+        embeddings = spark.createDataFrame(rows, "item long, embedding array<double>")
+        return duckrank_spark.beyond_accuracy(recs, "ild_embedding", 2,
+                                              embeddings=embeddings).collect()
+
+    with pytest.raises(Exception, match="ild_embedding: the vectors of the items of user 1 "
+                                        "differ in length"):
+        ild([(10, [1.0, 0.0]), (11, [1.0, 0.0, 1.0])])
+    with pytest.raises(ValueError, match="ild_embedding: the embedding of item 11 holds a NULL"):
+        ild([(10, [1.0, 0.0]), (11, [1.0, None])])
+    with pytest.raises(ValueError, match="ild_embedding: embeddings holds item 10 more than "
+                                         "once"):
+        ild([(10, [1.0, 0.0]), (10, [0.0, 1.0])])
