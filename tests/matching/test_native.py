@@ -32,20 +32,6 @@ LIST_GRADED = [m.name for m in METRICS if m.inputs == "grades" and not m.truth_t
 ROWS = 500
 
 
-@pytest.fixture(scope="module")
-def fast() -> duckdb.DuckDBPyConnection:
-    con = duckrank.connect()
-    yield con
-    con.close()
-
-
-@pytest.fixture(scope="module")
-def sql_only() -> duckdb.DuckDBPyConnection:
-    con = duckrank.connect(native=False)
-    yield con
-    con.close()
-
-
 def test_the_build_has_the_native_step(fast, sql_only) -> None:
     """CI builds with a C compiler: a missing library would silently mean the slow path."""
     assert native.library_path() is not None

@@ -15,26 +15,9 @@ import random
 import duckdb
 import pytest
 
-import duckrank
-from duckrank.matching import native
 from duckrank.matching.sql import INTEGER_KEYS, graded_match_sql
 
 FIELDS = ("K", "pos", "grades", "ideal", "n", "cut", "bad")
-
-
-@pytest.fixture(scope="module")
-def fast() -> duckdb.DuckDBPyConnection:
-    con = duckrank.connect()
-    assert native.is_loaded(con)
-    yield con
-    con.close()
-
-
-@pytest.fixture(scope="module")
-def sql_only() -> duckdb.DuckDBPyConnection:
-    con = duckrank.connect(native=False)
-    yield con
-    con.close()
 
 
 def _both(

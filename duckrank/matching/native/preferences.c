@@ -322,18 +322,26 @@ static int start_finder(scratch *s, finder *f, const ids *v, idx_t offset, idx_t
 	return start_hash(s, f, v->type == DUCKDB_TYPE_VARCHAR, count);
 }
 
+/* Id i of v as a table key (its text's hash, or the integer itself), with its text (NULL for
+ * integers) and its first probe. */
+static inline uint64_t key_of(const finder *f, const ids *v, idx_t i, const duckdb_string_t **text,
+                              uint64_t *at) {
+	if (f->strings) {
+		*text = (const duckdb_string_t *)v->data + i;
+		*at = hash_string(*text);
+		return *at;
+	}
+	*text = NULL;
+	uint64_t key = (uint64_t)read_int(v, i);
+	*at = mix(key);
+	return key;
+}
+
 /* The slot of id i of v: the one holding it, or the empty one where it would go. */
 static inline slot *slot_of(const finder *f, const ids *v, idx_t i) {
-	uint64_t key, at;
-	const duckdb_string_t *text = NULL;
-	if (f->strings) {
-		text = (const duckdb_string_t *)v->data + i;
-		key = hash_string(text);
-		at = key;
-	} else {
-		key = (uint64_t)read_int(v, i);
-		at = mix(key);
-	}
+	const duckdb_string_t *text;
+	uint64_t at;
+	uint64_t key = key_of(f, v, i, &text, &at);
 	for (;; at++) {
 		slot *e = &f->slots[at & f->mask];
 		if (!e->used || (e->key == key && (!text || strings_equal(e->text, text)))) {
@@ -366,16 +374,9 @@ static inline int32_t find(const finder *f, const ids *v, idx_t i) {
 		uint64_t at = (uint64_t)read_int(v, i) - (uint64_t)f->low;
 		return at < f->span ? f->table[at] : -1;
 	}
-	uint64_t key, at;
-	const duckdb_string_t *text = NULL;
-	if (f->strings) {
-		text = (const duckdb_string_t *)v->data + i;
-		key = hash_string(text);
-		at = key;
-	} else {
-		key = (uint64_t)read_int(v, i);
-		at = mix(key);
-	}
+	const duckdb_string_t *text;
+	uint64_t at;
+	uint64_t key = key_of(f, v, i, &text, &at);
 	for (;; at++) {
 		const slot *e = &f->slots[at & f->mask];
 		if (!e->used) {
