@@ -48,3 +48,23 @@ def spark_session():
     session.sparkContext.setLogLevel("OFF")
     yield session
     session.stop()
+
+
+# The matching tests' connections (tests/matching): one per test module, with and without the
+# native step. Here, not in a tests/matching/conftest.py: a second conftest module would shadow
+# this one for `from conftest import ...`.
+@pytest.fixture(scope="module")
+def fast():
+    """duckrank registered with the native step when it is built (test_native.py's
+    test_the_build_has_the_native_step says whether it is)."""
+    con = duckrank.connect()
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def sql_only():
+    """duckrank registered with the SQL matching step only."""
+    con = duckrank.connect(native=False)
+    yield con
+    con.close()
