@@ -13,8 +13,8 @@ with the macros' columns (``train``: user, item; ``categories``: item, category;
 ``embeddings``: item, embedding; ``propensities``: item, propensity). The result has the shape of
 the DuckDB macro: one row for a catalogue metric, (user, value) per user of ``recs`` for a
 per-user one, (user, value) per user of both for a list similarity (``other`` joined on the user).
-``inter_user_diversity`` draws the same pairs of users as DuckDB for the same seed: DuckDB's hash
-of integers is reproduced here (``_duckdb_hash``, checked against DuckDB in the tests).
+``inter_user_diversity`` draws the same pairs of users as DuckDB for the same seed, from
+duckrank's seeded hash (``duckrank.seeded_hash.of_integers``, its numpy form).
 
 Not here: a ``catalog`` table for ``exposure_gini`` and ``serendipity`` (give ``catalog_size``).
 """
@@ -30,6 +30,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType
 
+from duckrank import seeded_hash
 from duckrank.metrics import debiased
 from duckrank.metrics.beyond_accuracy import jaccard_kernel, overlap_kernel, rbo_kernel
 
@@ -209,47 +210,16 @@ def _ild_embedding(a: _Inputs) -> DataFrame:
     return a.per_user(lists.select("user", value.cast("double").alias(a.name)))
 
 
-# DuckDB's hash() of integers (the same in DuckDB 1.5 and 2.0; tests/engines/test_spark_beyond.py
-# checks it against the installed DuckDB): each value through the MurmurHash64 finaliser, the
-# values of a row combined left to right by combine(h, x) = ((h ^ h >> 32) * C) ^ x. numpy's
-# uint64 arrays wrap as C does.
-_MIX = np.uint64(0xD6E8FEB86659FD93)
-_32 = np.uint64(32)
-
-
-def _murmur(x: np.ndarray) -> np.ndarray:
-    x = (x ^ (x >> _32)) * _MIX
-    x = (x ^ (x >> _32)) * _MIX
-    return x ^ (x >> _32)
-
-
-def _combine(h: np.ndarray, x: np.ndarray) -> np.ndarray:
-    return ((h ^ (h >> _32)) * _MIX) ^ x
-
-
-def _seed_bits(seed: int) -> np.ndarray:
-    """The seed's bits as DuckDB hashes them: it types an integer as INTEGER when it fits 32
-    bits, whose hash reads it as unsigned 32 bits, else as BIGINT (64 bits)."""
-    bits = seed & 0xFFFFFFFF if -2**31 <= seed < 2**31 else seed & 0xFFFFFFFFFFFFFFFF
-    return np.array([bits], dtype=np.uint64)
-
-
-def _duckdb_hash(seed: int, j: np.ndarray, last: int) -> np.ndarray:
-    """DuckDB's ``hash(seed, j, last)`` for BIGINT j and an INTEGER literal ``last``."""
-    h = _combine(_murmur(_seed_bits(seed)), _murmur(j.astype(np.uint64)))
-    return _combine(h, _murmur(np.array([last], dtype=np.uint64)))
-
-
 def _user_pairs(j: np.ndarray, n: int, exact: bool, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Pair number j -> users (a, b) numbered 1..n, as the inter_user_diversity macro draws
     them: with ``exact``, j = t (t - 1) / 2 + b - 1 inverted in floating point as the macro
-    does (so the same pair even where the square root rounds), else drawn from hash(seed, j, 0)
-    and hash(seed, j, 1), b moved past a so that a <> b."""
+    does (so the same pair even where the square root rounds), else drawn from duckrank's
+    seeded hash of (seed, j, 0) and (seed, j, 1), b moved past a so that a <> b."""
     if exact:
         t = np.floor((1 + np.sqrt((1 + 8 * j).astype(np.float64))) / 2).astype(np.int64)
         return t + 1, j - t * (t - 1) // 2 + 1
-    a = 1 + (_duckdb_hash(seed, j, 0) % np.uint64(n)).astype(np.int64)
-    b = 1 + (_duckdb_hash(seed, j, 1) % np.uint64(n - 1)).astype(np.int64)
+    a = 1 + (seeded_hash.of_integers(seed, j, 0) % np.uint64(n)).astype(np.int64)
+    b = 1 + (seeded_hash.of_integers(seed, j, 1) % np.uint64(n - 1)).astype(np.int64)
     return a, np.where(b < a, b, b + 1)
 
 

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from duckrank import seeded_hash
+
 Lists = dict[Hashable, Sequence[Hashable] | None]
 
 
@@ -601,8 +603,8 @@ ILD_CATEGORY = BeyondMetric(
 
 # Pairs of users, numbered 1..n in the order of their ids. All n (n - 1) / 2 pairs when they are
 # at most `pairs` (pair j -> (a, b) by inverting j = a (a - 1) / 2 + b); otherwise `pairs` pairs
-# drawn with replacement from DuckDB's hash of (seed, j): the same seed and data give the same
-# pairs whatever the threads.
+# drawn with replacement from duckrank's seeded hash of (seed, j): the same seed and data give the
+# same pairs whatever the threads, the DuckDB version and the engine.
 INTER_USER_DIVERSITY = BeyondMetric(
     name="inter_user_diversity",
     kind="catalogue",
@@ -610,9 +612,10 @@ INTER_USER_DIVERSITY = BeyondMetric(
     formula="mean over pairs of users (u, v) of 1 - |T_u & T_v| / |T_u | T_v|, all pairs when "
     "there are at most `pairs` of them, else `pairs` pairs drawn at random",
     undefined="NULL with fewer than two users; a pair of two empty (or NULL) lists is left out.",
-    conventions="Sampling is reproducible by `seed` (pairs from DuckDB's hash of (seed, j), users "
-    "numbered in the order of their ids): the same data, seed and DuckDB version give the same "
-    "value. Gives `pairs_used` (pairs in the mean) and `exact` (whether all pairs were used).",
+    conventions="Sampling is reproducible by `seed`, an integer (pairs from duckrank's seeded "
+    "hash of (seed, j), users numbered in the order of their ids): the same data and seed give "
+    "the same value in every DuckDB version and in Spark. Gives `pairs_used` (pairs in the "
+    "mean) and `exact` (whether all pairs were used).",
     peers="No peer has it for lists (RecTools, RePlay and Recommenders do not); checked against "
     "the exact mean over all pairs.",
     source="Zhou et al. (PNAS 2010), personalisation as the mean inter-list distance",
@@ -624,12 +627,16 @@ INTER_USER_DIVERSITY = BeyondMetric(
     "n AS (SELECT count(*) AS n, count(*) * (count(*) - 1) // 2 <= pairs AS exact FROM s),\n"
     "j AS (SELECT range AS j FROM range(CASE WHEN pairs IS NULL OR pairs < 1 OR pairs <> "
     "trunc(pairs) THEN error('inter_user_diversity: pairs must be a positive integer, got ' || "
-    "coalesce(pairs::VARCHAR, 'NULL')) ELSE pairs::BIGINT END)),\n"
+    "coalesce(pairs::VARCHAR, 'NULL')) "
+    f"WHEN typeof(seed) NOT IN ({seeded_hash.SQL_INTEGER_TYPES}) "
+    "THEN error('inter_user_diversity: seed must be an integer (at most 64 bits), got ' || "
+    "coalesce(seed::VARCHAR, 'NULL') || ' of type ' || "
+    "typeof(seed)) ELSE pairs::BIGINT END)),\n"
     "p AS (SELECT CASE WHEN n.exact THEN floor((1 + sqrt(1 + 8 * j)) / 2)::BIGINT + 1 "
-    "ELSE 1 + (hash(seed, j, 0) % n.n::UBIGINT)::BIGINT END AS a, "
+    f"ELSE 1 + {seeded_hash.sql('seed', 'j', '0')} % n.n END AS a, "
     "CASE WHEN n.exact THEN j - (floor((1 + sqrt(1 + 8 * j)) / 2)::BIGINT "
     "* (floor((1 + sqrt(1 + 8 * j)) / 2)::BIGINT - 1)) // 2 + 1 "
-    "ELSE 1 + (hash(seed, j, 1) % (n.n - 1)::UBIGINT)::BIGINT END AS b0 "
+    f"ELSE 1 + {seeded_hash.sql('seed', 'j', '1')} % (n.n - 1) END AS b0 "
     "FROM j, n WHERE n.n >= 2 AND (NOT n.exact OR j < n.n * (n.n - 1) // 2)),\n"
     "q AS (SELECT a, CASE WHEN (SELECT exact FROM n) OR b0 < a THEN b0 ELSE b0 + 1 END AS b "
     "FROM p)\n"

@@ -18,15 +18,17 @@ Every macro takes table *names* (``query_table``), so a view or a table of any s
 
 A split returns every input row with one more column, ``part``: ``'train'``, ``'test'``,
 ``'unused'`` (given-N only) or ``'too_few'`` (a user who cannot be split so: every rating of such a
-user, so that nobody is dropped without a trace). Random choices come from ``hash(seed, user,
-...)``, never ``random()``: the same seed gives the same rows whatever the thread count and the
-order of the input (the same rows in DuckDB 1.4.4, 1.5.6 and 2.0.0, whose ``hash`` agree; a
-release that changed it would draw other rows from the same seed). The macros are pure SQL that
+user, so that nobody is dropped without a trace). Random choices come from duckrank's seeded
+hash of ``(seed, user, ...)`` (duckrank/seeded_hash.py), never ``random()`` or DuckDB's ``hash``:
+the same seed gives the same rows whatever the thread count, the order of the input and the
+DuckDB version (DuckDB does not promise to keep its ``hash`` from one release to the next). The
+macros are pure SQL that
 DuckDB 1.4 runs (``query_table``, ``lambda`` lists, ``QUALIFY``); none needs Python.
 """
 
 from __future__ import annotations
 
+from duckrank import seeded_hash
 from duckrank.render.quoting import quote_literal
 
 # Column names the macros add to their input's columns inside a query; prefixed so that they
@@ -47,6 +49,14 @@ def _whole_number(macro: str, name: str, minimum: int) -> tuple[str, str]:
         _fail(macro, f"'{name} must be a whole number >= {minimum}, got ' "
                      f"|| coalesce(CAST({name} AS VARCHAR), 'NULL')"),
     )
+
+
+def _seed_check(macro: str) -> tuple[str, str]:
+    """The seed must be an integer of up to 64 bits (NULL, text or 1e30 would otherwise hash to
+    some split without a word)."""
+    return (f"typeof(seed) NOT IN ({seeded_hash.SQL_INTEGER_TYPES})",
+            _fail(macro, "'seed must be an integer (at most 64 bits), got ' || "
+                         "coalesce(CAST(seed AS VARCHAR), 'NULL') || ' of type ' || typeof(seed)"))
 
 
 def _ids_checks(macro: str) -> list[tuple[str, str]]:
@@ -87,13 +97,10 @@ def _split(macro: str, parameters: str, window: str, extra: str, part: str,
     )
 
 
-# The order of a user's items that stands in for a random shuffle: a hash of (seed, user, item),
-# hashed again, ties (a 64-bit collision) broken by the item. DuckDB's hash(a, b, c) xors the
-# last argument's hash into the others' (hash(seed, user, item) = K(seed, user) xor hash(item)),
-# so ordering by it alone would order every user's items by their own hashes xored with one
-# constant: items with close hashes would always land in the test set together. Hashing the
-# combined value again mixes every bit (tests/render/test_protocol.py checks the pairs).
-_SHUFFLE = "hash(hash(seed, user, item)), item"
+# The order of a user's items that stands in for a random shuffle: the seeded hash of (seed,
+# user, item), ties (a 32-bit collision: about one pair in a user of 100,000 items) broken by
+# the item.
+_SHUFFLE = f"{seeded_hash.sql('seed', 'user', 'item')}, item"
 # Duplicate pairs are adjacent in the shuffled order (equal hashes, equal items).
 _ADJACENT = f"\n    lag(item) OVER w AS {_PREVIOUS}, NULL AS {_TRAINING}"
 _ADJACENT_DUPLICATE = f"{_RANK} > 1 AND {_PREVIOUS} = item"
@@ -109,7 +116,7 @@ def _given_n() -> str:
         f"    WHEN {_RANK} <= test_items THEN 'test'\n"
         f"    WHEN {_RANK} <= test_items + given THEN 'train' ELSE 'unused' END",
         [_whole_number(macro, "given", 1), _whole_number(macro, "test_items", 1),
-         *_ids_checks(macro), _duplicate(macro, _ADJACENT_DUPLICATE)],
+         _seed_check(macro), *_ids_checks(macro), _duplicate(macro, _ADJACENT_DUPLICATE)],
     )
 
 
@@ -120,7 +127,7 @@ def _leave_last_out() -> str:
         f"{_PAIR_COUNT} NULL AS {_TRAINING}",
         f"CASE WHEN {_COUNT} <= test_items THEN 'too_few'\n"
         f"    WHEN {_RANK} <= test_items THEN 'test' ELSE 'train' END",
-        [_whole_number(macro, "test_items", 1), *_ids_checks(macro),
+        [_whole_number(macro, "test_items", 1), _seed_check(macro), *_ids_checks(macro),
          ('"timestamp" IS NULL', _fail(macro, "'ratings has a NULL timestamp (user ' "
                                               "|| CAST(user AS VARCHAR) || ')'")),
          _duplicate(macro, f"{_PREVIOUS} > 1")],
@@ -151,7 +158,7 @@ def _ratio_split() -> str:
         [("ratio IS NULL OR NOT (ratio > 0 AND ratio < 1)",
           _fail(macro, "'ratio must be between 0 and 1 (exclusive), got ' "
                        "|| coalesce(CAST(ratio AS VARCHAR), 'NULL')")),
-         *_ids_checks(macro), _duplicate(macro, _ADJACENT_DUPLICATE)],
+         _seed_check(macro), *_ids_checks(macro), _duplicate(macro, _ADJACENT_DUPLICATE)],
     )
 
 
@@ -164,8 +171,8 @@ def _ratio_split() -> str:
 # permutation: Luby and Rackoff 1988). Six rounds, not four: on a small catalogue (6 bits) four
 # rounds sampled some pairs of items together far too often (the pairs' chi-square statistic
 # 3,829 where 1,180 is expected; 1,163 with six rounds: tests/render/test_protocol.py). The round
-# keys are hash(hash(seed, user, 'feistel', round)). No position is drawn twice, so there is
-# nothing to deduplicate. The user's candidates are the first min(n, a) positions of the
+# keys are the seeded hash of (seed, user, 'feistel', round). No position is drawn twice, so
+# there is nothing to deduplicate. The user's candidates are the first min(n, a) positions of the
 # permutation whose value is in the pool and not rated by the user (a: the user's unrated pool
 # items): a uniform sample without replacement, without a join of each user with the whole
 # catalogue. Only a prefix of the permutation is computed: k positions hold on average k p usable
@@ -182,10 +189,11 @@ _KEYS = ", ".join(f"k{i}" for i in range(1, ROUNDS + 1))
 
 def _round(key: str, into_low: bool) -> str:
     """One Feistel round over x = high * 2^c + low (low_mask = 2^c - 1, high_mask = 2^(b-c) - 1,
-    keys BIGINT): xors a keyed hash of one half into the other."""
+    keys in [0, 2^32); each half has at most 32 bits while the catalogue has fewer than 2^64
+    items): xors a keyed hash of one half into the other."""
     if into_low:
-        return f"lambda x: xor(x, CAST(hash(xor(x >> c, {key})) & low_mask AS BIGINT))"
-    return f"lambda x: xor(x, CAST(hash(xor(x & low_mask, {key})) & high_mask AS BIGINT) << c)"
+        return f"lambda x: xor(x, {seeded_hash.sql_round('x >> c', key)} & low_mask)"
+    return f"lambda x: xor(x, ({seeded_hash.sql_round('x & low_mask', key)} & high_mask) << c)"
 
 
 def _positions() -> str:
@@ -264,15 +272,14 @@ def _sample() -> str:
         ("n IS NOT NULL AND NOT (n >= 0 AND n = floor(n))",
          _fail(macro, "'n must be NULL (every unrated item) or a whole number >= 0, got ' "
                       "|| CAST(n AS VARCHAR)")),
-        _whole_number(macro, "exclude_popular", 0), (
+        _whole_number(macro, "exclude_popular", 0), _seed_check(macro), (
         "user IS NULL OR item IS NULL",
         _fail(macro, "'test has a NULL user or item (user ' || coalesce(CAST(user AS VARCHAR), "
                      "'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')'")),
         _duplicate(macro, f"{_PREVIOUS} > 1", "test")])
-    # BIGINT round keys, salted apart from the splits' keys and hashed again, so that the
-    # keys are unrelated (without it they would differ by one xor constant: _SHUFFLE says why)
-    keys = ", ".join(f"CAST(hash(hash(seed, u.user, 'feistel', {i})) >> 1 AS BIGINT) AS k{i}"
-                     for i in range(1, ROUNDS + 1))
+    # Round keys, salted apart from the splits' hash of (seed, user, item).
+    keys = ", ".join(f"{seeded_hash.sql('seed', 'u.user', quote_literal('feistel'), str(i))} "
+                     f"AS k{i}" for i in range(1, ROUNDS + 1))
     # The count of each (user, item) pair, as the time splits count it (_PAIR_COUNT).
     pairs = f"count(*) OVER (PARTITION BY user, item) AS {_PREVIOUS}"
     return _SAMPLE.format(checks=checks, test_checks=test_checks, keys=keys, key_names=_KEYS,

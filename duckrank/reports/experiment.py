@@ -34,6 +34,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from duckrank import seeded_hash
 from duckrank.engines.duckdb import connect
 from duckrank.models import climf, poprec, xclimf
 from duckrank.render.quoting import quote_literal
@@ -220,9 +221,9 @@ def _train(con: duckdb.DuckDBPyConnection, settings: Settings, max_rating: float
         f"""SELECT 'PopRec' AS system, c.user, c.item,
               CAST(coalesce(p.score, 0) AS DOUBLE) AS score
             FROM {_CANDIDATES} c LEFT JOIN xp_poprec p ON c.item = p.item""",
-        # a seeded random ranking (hashed twice: see render/protocol.py's _SHUFFLE)
+        # a seeded random ranking, salted apart from the split's hash of (seed, user, item)
         f"""SELECT 'Random', user, item,
-              CAST(hash(hash({settings.seed}, user, item, 'random')) AS DOUBLE)
+              CAST({seeded_hash.sql(str(settings.seed), 'user', 'item', "'random'")} AS DOUBLE)
             FROM {_CANDIDATES}""",
     ]
     models = {"xCLiMF": xclimf.fit(users, items, ratings, max_rating=max_rating, **options)}

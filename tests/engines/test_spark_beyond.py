@@ -16,8 +16,8 @@ pytest.importorskip("pyspark", reason="pip install duckrank[spark]")
 
 import duckdb  # noqa: E402
 
+from duckrank import seeded_hash  # noqa: E402
 from duckrank import spark as duckrank_spark  # noqa: E402
-from duckrank.engines.spark_beyond import _duckdb_hash  # noqa: E402
 from duckrank.render.beyond_accuracy import MACROS  # noqa: E402
 
 K = 4
@@ -192,14 +192,15 @@ def test_errors_name_the_function_and_value(frames) -> None:
 
 
 @pytest.mark.parametrize("seed", [0, 42, -7, -2**31, 2**31, 2**40, -2**40, 2**63 - 1])
-def test_hash_is_duckdbs(seed: int) -> None:
-    """The pairs are drawn from hash(seed, j, 0/1): the numpy form equals DuckDB's own hash
-    for seeds that DuckDB types INTEGER and BIGINT (hashed as 32 and 64 bits)."""
+def test_hash_is_the_sql_hash(seed: int) -> None:
+    """The pairs are drawn from duckrank's seeded hash of (seed, j, 0/1): its numpy form, which
+    Spark uses, equals the SQL form DuckDB computes (tests/test_seeded_hash.py pins both)."""
     j = np.arange(0, 10**6, 997, dtype=np.int64)
-    rows = duckdb.sql(f"SELECT hash({seed}, j, 0), hash({seed}, j, 1) FROM "
+    rows = duckdb.sql(f"SELECT {seeded_hash.sql(str(seed), 'j', '0')}, "
+                      f"{seeded_hash.sql(str(seed), 'j', '1')} FROM "
                       "(SELECT range AS j FROM range(0, 1000000, 997)) ORDER BY j").fetchall()
-    assert [int(h) for h in _duckdb_hash(seed, j, 0)] == [row[0] for row in rows]
-    assert [int(h) for h in _duckdb_hash(seed, j, 1)] == [row[1] for row in rows]
+    assert [int(h) for h in seeded_hash.of_integers(seed, j, 0)] == [row[0] for row in rows]
+    assert [int(h) for h in seeded_hash.of_integers(seed, j, 1)] == [row[1] for row in rows]
 
 
 def test_sampled_inter_user_diversity_row_is_duckdbs(frames, con) -> None:
