@@ -136,3 +136,65 @@ def test_partial_states_of_two_threads_combine(con, item) -> None:
                list_transform(max({{'k': key, 'v': item}}, 50), lambda e: e.v)
         FROM (SELECT {item} AS item, key FROM many)""").fetchall()[0]
     assert got == expected
+
+
+INTEGER_TYPES = [t for t in ITEM_TYPES if t not in ("FLOAT", "DOUBLE", "VARCHAR")]
+
+
+@pytest.mark.parametrize("key_type", ["DOUBLE", "BIGINT"])
+@pytest.mark.parametrize("item_type", INTEGER_TYPES)
+def test_text_order_is_the_struct_heap_over_the_items_text(con, item_type, key_type) -> None:
+    """duckrank_top_k(item, key, k, 'text'): tied keys order by the integer item's VARCHAR cast,
+    descending (evaluate's order for integer ids). Expected: DuckDB's max over {key, text, item}
+    structs on the same rows (ties, repeats, NULLs, negative ids, groups over two threads), at
+    k = 7 and k = 500 (the whole group), and to_ordered_list by {key, text}, cut at k."""
+    item = _item(item_type)
+    key = "key" if key_type == "DOUBLE" else "CAST(key * 2 AS BIGINT)"
+    where = "" if key_type == "DOUBLE" else "WHERE isfinite(key) OR key IS NULL"
+    for k in (7, 500):
+        got, by_max, ordered = zip(*con.execute(f"""
+            SELECT duckrank_top_k(item, key, {k}, 'text'),
+                   list_transform(max({{'k': key, 't': item::VARCHAR, 'v': item}}, {k})
+                                  FILTER (WHERE key IS NOT NULL AND item IS NOT NULL),
+                                  lambda e: e.v),
+                   to_ordered_list(item, CASE WHEN key IS NOT NULL  -- a struct is never NULL
+                                              THEN {{'k': key, 't': item::VARCHAR}} END,
+                                   '-reverse')[1:{k}]
+            FROM (SELECT g, {item} AS item, {key} AS key FROM rows {where})
+            GROUP BY g ORDER BY g""").fetchall(), strict=True)
+        assert _comparable(got) == _comparable(by_max) == _comparable(ordered), (item_type, k)
+        assert con.execute(f"SELECT typeof(duckrank_top_k({item}, {key}, 3, 'text')) FROM rows "
+                           f"{where}").fetchall() == [(f"{item_type}[]",)]
+
+
+def test_text_order_puts_9_before_10_and_minus_2_before_minus_1(con) -> None:
+    """Hand-written: all keys tie; the texts in descending byte order are '9' > '2' > '10' > '1'
+    > '0' > '-2' > '-10' > '-1' ('-' sorts before every digit, a prefix before its extensions);
+    without 'text' the same rows go by value."""
+    rows = "(VALUES (9), (10), (-1), (-2), (1), (0), (-10), (2)) t(v)"
+    assert con.execute(f"SELECT duckrank_top_k(v, 0, 8, 'text') FROM {rows}").fetchall() == [
+        ([9, 2, 10, 1, 0, -2, -10, -1],)]
+    assert con.execute(f"SELECT duckrank_top_k(v, 0, 3, 'text') FROM {rows}").fetchall() == [
+        ([9, 2, 10],)]
+    assert con.execute(f"SELECT duckrank_top_k(v, 0, 8) FROM {rows}").fetchall() == [
+        ([10, 9, 2, 1, 0, -1, -2, -10],)]
+
+
+@pytest.mark.parametrize("order", ["'value'", "'TEXT'", "NULL::VARCHAR", "'text' || v"])
+def test_a_fourth_argument_other_than_text_is_an_error(con, order) -> None:
+    with pytest.raises(duckdb.InvalidInputException,
+                       match="duckrank_top_k: the fourth argument .* must be 'text'"):
+        con.execute(f"SELECT duckrank_top_k(v, key, 3, {order}) FROM rows "
+                    "WHERE v IS NOT NULL").fetchall()
+
+
+def test_text_order_partial_states_of_two_threads_combine(con) -> None:
+    """As test_partial_states_of_two_threads_combine, tied keys by the items' text."""
+    con.execute("CREATE TABLE IF NOT EXISTS many AS SELECT i, (hash(i, 'c') % 100)::DOUBLE AS key "
+                "FROM range(300000) t(i)")
+    got, expected = con.execute("""
+        SELECT duckrank_top_k(i % 5000 - 2500, key, 50, 'text'),
+               list_transform(max({'k': key, 't': (i % 5000 - 2500)::VARCHAR,
+                                   'v': i % 5000 - 2500}, 50), lambda e: e.v)
+        FROM many""").fetchall()[0]
+    assert got == expected

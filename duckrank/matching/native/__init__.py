@@ -8,7 +8,9 @@ grades of the whole top K (trec_eval's gain measures); all take
 ``current_setting('memory_limit')`` as an optional last argument, the bound of their scratch
 memory (match.c says how). It also adds the aggregate ``duckrank_top_k(item, key, k)`` (topk.c):
 per group the first k items of ``to_ordered_list(item, key, '-reverse')``, from a heap of at most
-k pairs, with which ``duckrank.evaluate`` ranks long runs when every metric has a cut-off.
+k pairs (``duckrank_top_k(item, key, k, 'text')``, for integer items: ties by the items' decimal
+text, descending, as ``evaluate`` orders every id type), with which ``duckrank.evaluate``
+ranks long runs when every metric has a cut-off.
 ndcg over 1,000,000 users is 2.5x to 3x faster with them (benchmarks/RESULTS.md). The metric
 macros call them for the id types they handle when loaded (``duckrank.render.macros``) and use
 the SQL form otherwise, so every number is the same with or without them.
@@ -29,6 +31,10 @@ process however many databases load it (a fresh copy per load would add memory m
 ``connect`` until the process runs out of them). When the cache cannot be trusted or written,
 ``load`` warns once per process and the SQL matching step is used; nothing is left behind.
 docs/reliability.md ("The native matching step") has the rules, and what each case does.
+
+A developer rebuilds the library from the C sources with ``scripts/build-native`` (every warning
+an error; ``--sanitize`` for an AddressSanitizer + UBSan build), which fails loudly where the
+install's optional build falls back to the SQL step in silence.
 """
 
 from __future__ import annotations

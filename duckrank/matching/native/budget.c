@@ -156,6 +156,12 @@ claim claim_start(duckdb_function_info info, int64_t limit) {
 }
 
 int claim_take(claim *c, int64_t bytes) {
+	/* Refused before it is added: held + bytes must not overflow. */
+	if (bytes < 0 || bytes >= TOO_MANY_BYTES || bytes > c->limit) {
+		c->refused = bytes;
+		c->held_then = atomic_load(&c->account->held);
+		return 0;
+	}
 	long long before = atomic_fetch_add(&c->account->held, bytes);
 	if (bytes > c->limit - before) {
 		atomic_fetch_sub(&c->account->held, bytes);

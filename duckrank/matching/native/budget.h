@@ -31,6 +31,20 @@ duckdb_state budget_register(duckdb_connection connection, budget *account, cons
  * -1, with the error set (naming `name`), when that argument is not a size. */
 int64_t budget_limit(duckdb_function_info info, const char *name, duckdb_data_chunk input, idx_t arguments);
 
+/* `count` elements of `each` bytes plus `extra` bytes, or TOO_MANY_BYTES when that does not fit an
+ * int64. Every size the native functions compute from a list's length goes through it (or is
+ * bounded by one that did): the length comes from the data, and a size that wrapped would make
+ * a small allocation indexed as a large one. */
+#define TOO_MANY_BYTES INT64_MAX
+static inline int64_t bytes_for(uint64_t count, uint64_t each, uint64_t extra) {
+	uint64_t bytes;
+	if (__builtin_mul_overflow(count, each, &bytes) || __builtin_add_overflow(bytes, extra, &bytes) ||
+	    bytes >= (uint64_t)TOO_MANY_BYTES) {
+		return TOO_MANY_BYTES;
+	}
+	return (int64_t)bytes;
+}
+
 /* One call's part of the account. */
 typedef struct {
 	budget *account;
@@ -42,7 +56,8 @@ typedef struct {
 
 claim claim_start(duckdb_function_info info, int64_t limit);
 /* Counts `bytes` more for this call; 0 (and nothing counted) when that would take the calls of
- * the database past memory_limit. */
+ * the database past memory_limit, and always for TOO_MANY_BYTES (what bytes_for gives for a size
+ * that does not fit an int64), whatever the limit. */
 int claim_take(claim *c, int64_t bytes);
 void claim_give_back(claim *c, int64_t bytes);
 /* The call's end: gives back everything it still holds. */

@@ -298,8 +298,18 @@ typedef struct {
  * most half full, to bound its memory for truth lists of millions of items. */
 #define SPARSE_SLOTS 32768
 
+/* The most truth items (and hit positions) a call handles: 2^40, a table of 2^41 slots (2^47
+ * bytes, far past any memory_limit), so that the doubling below cannot wrap. A longer row is
+ * refused as memory_limit refuses a row (which it would be long before). */
+#define MOST_ITEMS ((idx_t)1 << 40)
+
 /* Sizes the table for a row with `truth_len` items and starts the row. */
 static row_start start_row(scratch *s, idx_t truth_len, idx_t top) {
+	idx_t most_hits = top < truth_len ? top : truth_len;
+	if (truth_len > MOST_ITEMS || s->positions_size + most_hits > MOST_ITEMS) {
+		claim_take(&s->memory, TOO_MANY_BYTES); /* refused; the error reports it */
+		return ROW_OVER_LIMIT;
+	}
 	idx_t size = 64;
 	int bits = 6;
 	while (size < 2 * truth_len || (size < 8 * truth_len && 8 * truth_len <= SPARSE_SLOTS)) {
@@ -325,7 +335,6 @@ static row_start start_row(scratch *s, idx_t truth_len, idx_t top) {
 	}
 	s->shift = 64 - bits;
 	s->stamp++; /* a call sees at most one vector of rows, so the stamp cannot wrap */
-	idx_t most_hits = top < truth_len ? top : truth_len;
 	if (s->positions_size + most_hits > s->positions_capacity) {
 		idx_t grown = s->positions_capacity ? s->positions_capacity : 4096;
 		while (grown < s->positions_size + most_hits) {
@@ -494,10 +503,11 @@ static idx_t top_of(const row_inputs *in, idx_t row) {
 	return k <= 0 ? 0 : (uint64_t)k < length ? (idx_t)k : length;
 }
 
-/* The metric a duckrank_match call serves, its first argument (the macros pass a constant). */
+/* The metric a duckrank_match call serves, its first argument (the macros pass a constant; a NULL
+ * one, possible from SQL, is not read: its bytes are not a string). */
 static const char *name_of(duckdb_vector function_name, char buffer[128]) {
 	duckdb_string_t *names = (duckdb_string_t *)duckdb_vector_get_data(function_name);
-	if (!names) {
+	if (!names || !is_valid(duckdb_vector_get_validity(function_name), 0)) {
 		return "duckrank_match";
 	}
 	uint32_t len = names[0].value.inlined.length;
@@ -930,7 +940,7 @@ static void graded_rows(duckdb_function_info info, duckdb_data_chunk input, duck
 
 	scratch s = new_scratch(info, limit);
 	/* A row's positive grades, to be sorted: scratch memory, counted against memory_limit. */
-	int64_t sort_bytes = (int64_t)(longest_truth * sizeof(double));
+	int64_t sort_bytes = bytes_for(longest_truth, sizeof(double), 0);
 	double *positive = NULL;
 	if (!claim_take(&s.memory, sort_bytes)) {
 		set_row_error(info, name, &s, ROW_OVER_LIMIT, longest_truth);

@@ -65,15 +65,21 @@ typedef struct {
 	buffer buffers[B_COUNT];
 } scratch;
 
-/* Buffer `id` with room for `bytes` (its old content is not kept); NULL when memory_limit or malloc
- * refuses. */
-static void *reserve(scratch *s, buffer_id id, size_t bytes) {
+/* Buffer `id` with room for `bytes` (its old content is not kept; bytes_for's TOO_MANY_BYTES for
+ * a size that overflowed); NULL when memory_limit or malloc refuses. A buffer never had is NULL
+ * even for 0 bytes, so it is at least 1 byte: a row of empty lists is not a refusal. */
+static void *reserve(scratch *s, buffer_id id, int64_t bytes) {
 	buffer *b = &s->buffers[id];
-	if (bytes <= b->bytes) {
+	if (b->data && (uint64_t)bytes <= b->bytes) {
 		return b->data;
 	}
+	/* Doubling past 2^62 would wrap: such a size is refused as the whole int64 range. */
+	if (bytes > ((int64_t)1 << 62)) {
+		claim_take(&s->memory, TOO_MANY_BYTES);
+		return NULL;
+	}
 	size_t grown = b->bytes ? b->bytes : 1024;
-	while (grown < bytes) {
+	while (grown < (uint64_t)bytes) {
 		grown *= 2;
 	}
 	free(b->data);
@@ -118,6 +124,26 @@ static void memory_error(duckdb_function_info info, const char *name, const scra
 	char problem[512];
 	claim_refusal(&s->memory, "preference", items, "items", problem, sizeof(problem));
 	set_error(info, name, problem);
+}
+
+/* The longest list of a row this step handles: nodes, edges and item numbers are int32 (the
+ * scratch's size and speed), and edrc_preferences numbers up to twice a list's items. Every size
+ * computed from a row's lengths below is bounded through this: about nodes^2 / 8 bytes at most,
+ * far below 2^63, so none wraps (the table sizes go through bytes_for all the same). A longer row
+ * (more than a billion items in one list) is an error naming the function, not a wrong number. */
+#define MAX_ITEMS ((idx_t)INT32_MAX / 2)
+
+/* 0, with the error set, when a list of the row is longer than MAX_ITEMS. */
+static int check_lengths(duckdb_function_info info, const char *name, idx_t first, idx_t second) {
+	idx_t longest = first > second ? first : second;
+	if (longest <= MAX_ITEMS) {
+		return 1;
+	}
+	char problem[200];
+	snprintf(problem, sizeof(problem), "a list of %llu items is longer than the native preference step handles (%llu)",
+	         (unsigned long long)longest, (unsigned long long)MAX_ITEMS);
+	set_error(info, name, problem);
+	return 0;
 }
 
 /* --- reading DuckDB's vectors ----------------------------------------------------------------- */
@@ -277,7 +303,8 @@ typedef struct {
 	uint64_t mask;
 } finder;
 
-/* An empty hash table for up to `count` ids (strings or integers). */
+/* An empty hash table for up to `count` ids (strings or integers); count is at most 2 * MAX_ITEMS
+ * (check_lengths), so 4 * count slots is far from overflowing. */
 static int start_hash(scratch *s, finder *f, int strings, idx_t count) {
 	uint64_t size = 64;
 	while (size < 4 * (uint64_t)count) {
@@ -285,7 +312,7 @@ static int start_hash(scratch *s, finder *f, int strings, idx_t count) {
 	}
 	f->strings = strings;
 	f->direct = 0;
-	f->slots = (slot *)reserve(s, B_SLOTS, size * sizeof(slot));
+	f->slots = (slot *)reserve(s, B_SLOTS, bytes_for(size, sizeof(slot), 0));
 	if (!f->slots) {
 		return 0;
 	}
@@ -305,13 +332,21 @@ static int start_finder(scratch *s, finder *f, const ids *v, idx_t offset, idx_t
 				high = id > high ? id : high;
 			}
 		}
-		uint64_t span = low <= high ? (uint64_t)high - (uint64_t)low + 1 : 1;
-		if (span <= 4 * (uint64_t)count + 64) {
+		if (low > high) { /* every id NULL */
+			low = high = 0;
+		}
+		/* high - low, in unsigned arithmetic: ids spanning the whole int64 range (INT64_MIN and
+		 * INT64_MAX in one row) differ by 2^64 - 1, and the span, one more, wraps to 0 (a table
+		 * of no entries, then indexed by id - low). The test is on the difference. */
+		uint64_t difference = (uint64_t)high - (uint64_t)low, room;
+		if (!__builtin_mul_overflow((uint64_t)count, 4, &room) && !__builtin_add_overflow(room, 64, &room) &&
+		    difference < room) {
+			uint64_t span = difference + 1;
 			f->strings = 0;
 			f->direct = 1;
-			f->low = low <= high ? low : 0;
+			f->low = low;
 			f->span = span;
-			f->table = (int32_t *)reserve(s, B_SLOTS, span * sizeof(int32_t));
+			f->table = (int32_t *)reserve(s, B_SLOTS, bytes_for(span, sizeof(int32_t), 0));
 			if (!f->table) {
 				return 0;
 			}
@@ -1060,13 +1095,16 @@ static void edrc_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb
 			break;
 		}
 		duckdb_list_entry r = rec_entries[row], t = truth.entries[row];
+		if (!check_lengths(info, name, r.length, t.length)) {
+			break;
+		}
 		c.items = r.length + t.length;
 		finder f;
 		/* position: per rec position, -1, or the node it becomes; from/to: the edges, first as
 		 * positions, then as nodes. */
-		int32_t *position = (int32_t *)reserve(&s, B_POSITION, (r.length + 1) * sizeof(int32_t));
-		int32_t *edges = (int32_t *)reserve(&s, B_EDGES, (2 * t.length + 1) * sizeof(int32_t));
-		int64_t *refs = (int64_t *)reserve(&s, B_NODE_REF, (r.length + 1) * sizeof(int64_t));
+		int32_t *position = (int32_t *)reserve(&s, B_POSITION, bytes_for(r.length + 1, sizeof(int32_t), 0));
+		int32_t *edges = (int32_t *)reserve(&s, B_EDGES, bytes_for(2 * t.length + 1, sizeof(int32_t), 0));
+		int64_t *refs = (int64_t *)reserve(&s, B_NODE_REF, bytes_for(r.length + 1, sizeof(int64_t), 0));
 		if (!position || !edges || !refs || !start_finder(&s, &f, &rec, r.offset, r.length)) {
 			memory_error(info, name, &s, c.items);
 			break;
@@ -1176,11 +1214,14 @@ static void edrc_preferences_rows(duckdb_function_info info, duckdb_data_chunk i
 			break;
 		}
 		duckdb_list_entry sys = system.entries[row], t = truth.entries[row];
+		if (!check_lengths(info, name, sys.length, t.length)) {
+			break;
+		}
 		c.items = 2 * sys.length + t.length;
 		finder f;
-		int32_t *edges = (int32_t *)reserve(&s, B_EDGES, (2 * (sys.length + t.length) + 1) * sizeof(int32_t));
-		int64_t *refs = (int64_t *)reserve(&s, B_NODE_REF, (2 * sys.length + 1) * sizeof(int64_t));
-		uint8_t *in_v = (uint8_t *)reserve(&s, B_IN_V, 2 * sys.length + 1);
+		int32_t *edges = (int32_t *)reserve(&s, B_EDGES, bytes_for(2 * (sys.length + t.length) + 1, sizeof(int32_t), 0));
+		int64_t *refs = (int64_t *)reserve(&s, B_NODE_REF, bytes_for(2 * sys.length + 1, sizeof(int64_t), 0));
+		uint8_t *in_v = (uint8_t *)reserve(&s, B_IN_V, bytes_for(2 * sys.length + 1, 1, 0));
 		/* Hashed: a direct-address table would need the range of both sides' items. */
 		if (!edges || !refs || !in_v || !start_hash(&s, &f, system.better.type == DUCKDB_TYPE_VARCHAR, 2 * sys.length)) {
 			memory_error(info, name, &s, c.items);
@@ -1374,26 +1415,36 @@ static int correlation_of(const duckdb_string_t *text, correlation *which, char 
 }
 
 /* correlation(function, rec, keys, grades): the items of rec that the truth grades, at their first
- * occurrence, in rec's order. A NULL, NaN or infinite grade of a row whose rec and truth are not
- * NULL is an error naming the item (as text, quoted: the correlations match ids by their text). */
+ * occurrence, in rec's order; keys and grades are the truth map's keys and values (the macros pass
+ * map_keys(truth) and map_values(truth)). A NULL, NaN or infinite grade of a row whose rec and truth
+ * are not NULL is an error naming the item (as text, quoted: the correlations match ids by their
+ * text). The function is reachable from SQL like any other, so nothing the macros guarantee is
+ * trusted: rec and keys must be lists, and each row's grades as long as its keys (else an error
+ * naming the function and both lengths); a NULL rec, keys or grades makes the row NULL. */
 static void correlation_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output) {
+	static const char *internal = "duckrank_native_correlation";
 	idx_t rows = duckdb_data_chunk_get_size(input);
 	if (rows == 0) {
 		return;
 	}
 	char name[32];
-	correlation which;
+	snprintf(name, sizeof(name), "%s", internal);
+	correlation which = SPEARMAN;
 	/* The macros pass the function as a constant; each row is read all the same. */
 	const duckdb_string_t *functions = (const duckdb_string_t *)duckdb_vector_get_data(
 	    duckdb_data_chunk_get_vector(input, 0));
 	const uint64_t *function_valid = duckdb_vector_get_validity(duckdb_data_chunk_get_vector(input, 0));
-	if (!correlation_of(&functions[0], &which, name)) {
-		set_error(info, "duckrank_native_correlation", "function must be spearman, kendall_tau, ap_correlation or fcp");
+	if (is_valid(function_valid, 0) && !correlation_of(&functions[0], &which, name)) {
+		set_error(info, internal, "function must be spearman, kendall_tau, ap_correlation or fcp");
 		return;
 	}
 	duckdb_vector rec_vector = duckdb_data_chunk_get_vector(input, 1);
 	duckdb_vector key_vector = duckdb_data_chunk_get_vector(input, 2);
 	duckdb_vector grade_vector = duckdb_data_chunk_get_vector(input, 3);
+	if (!is_list(rec_vector) || !is_list(key_vector)) {
+		set_error(info, internal, "rec and keys must be lists");
+		return;
+	}
 	ids lists[2] = {ids_of(duckdb_list_vector_get_child(rec_vector)),
 	                ids_of(duckdb_list_vector_get_child(key_vector))};
 	if (!family_of(lists, 2)) {
@@ -1412,20 +1463,33 @@ static void correlation_rows(duckdb_function_info info, duckdb_data_chunk input,
 	const double *grades = (const double *)duckdb_vector_get_data(grade_items);
 	const uint64_t *grade_valid = duckdb_vector_get_validity(grade_items);
 	const duckdb_list_entry *grade_entries = (const duckdb_list_entry *)duckdb_vector_get_data(grade_vector);
+	const uint64_t *grade_list_valid = duckdb_vector_get_validity(grade_vector);
 	double *out = (double *)duckdb_vector_get_data(output);
 
 	scratch s = new_scratch(info, limit);
 	for (idx_t row = 0; row < rows; row++) {
 		out[row] = 0.0;
-		if (!is_valid(rec_valid, row) || !is_valid(key_valid, row)) {
+		if (!is_valid(rec_valid, row) || !is_valid(key_valid, row) || !is_valid(grade_list_valid, row)) {
 			set_null(output, row);
 			continue;
 		}
 		if (!is_valid(function_valid, row) || !correlation_of(&functions[row], &which, name)) {
-			set_error(info, "duckrank_native_correlation", "function must be spearman, kendall_tau, ap_correlation or fcp");
+			set_error(info, internal, "function must be spearman, kendall_tau, ap_correlation or fcp");
 			break;
 		}
 		duckdb_list_entry r = rec_entries[row], k = key_entries[row];
+		if (grade_entries[row].length != k.length) {
+			/* Grade i is key i's: a shorter list would be read past its end. */
+			char problem[200];
+			snprintf(problem, sizeof(problem),
+			         "%s needs one grade per key, got %llu keys and %llu grades", name,
+			         (unsigned long long)k.length, (unsigned long long)grade_entries[row].length);
+			set_error(info, internal, problem);
+			break;
+		}
+		if (!check_lengths(info, name, r.length, k.length)) {
+			break;
+		}
 		idx_t grade_offset = grade_entries[row].offset;
 		int bad = 0;
 		for (idx_t i = 0; i < k.length; i++) {
@@ -1450,9 +1514,9 @@ static void correlation_rows(duckdb_function_info info, duckdb_data_chunk input,
 		}
 		idx_t most = k.length < r.length ? k.length : r.length;
 		finder f;
-		double *compared = (double *)reserve(&s, B_POSITION, (2 * most + 1) * sizeof(double));
-		int32_t *counts = (int32_t *)reserve(&s, B_EDGES, (8 * most + 4) * sizeof(int32_t));
-		uint8_t *consumed = (uint8_t *)reserve(&s, B_IN_V, k.length + 1);
+		double *compared = (double *)reserve(&s, B_POSITION, bytes_for(2 * most + 1, sizeof(double), 0));
+		int32_t *counts = (int32_t *)reserve(&s, B_EDGES, bytes_for(8 * most + 4, sizeof(int32_t), 0));
+		uint8_t *consumed = (uint8_t *)reserve(&s, B_IN_V, bytes_for(k.length + 1, 1, 0));
 		if (!compared || !counts || !consumed || !start_finder(&s, &f, &lists[1], k.offset, k.length)) {
 			memory_error(info, name, &s, r.length + k.length);
 			break;

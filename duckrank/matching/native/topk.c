@@ -15,6 +15,15 @@
  * T is an integer type of at most 64 bits, FLOAT, DOUBLE or VARCHAR (evaluate takes the SQL form for other item
  * types, and for keys that BIGINT or DOUBLE cannot hold exactly: it casts the keys it sends).
  *
+ *     duckrank_top_k(item T, key BIGINT | DOUBLE, k BIGINT, 'text') -> LIST(T), T an integer type
+ *
+ * the same, but tied keys order by the item's decimal text (its VARCHAR cast) in byte order, descending (the
+ * fourth argument must be 'text' on every row): the first k items of
+ * list_transform(max({'k': key, 't': CAST(item AS VARCHAR), 'v': item}, k), e -> e.v), evaluate's order for
+ * integer ids (trec_eval's strcmp: as bytes '10' < '9' and '-1' < '-2', every negative below every other, so a
+ * tie lists 9 before 10 and -2 before -1). The text is never written out: two items' digits are compared
+ * arithmetically (compare_decimal), and only when their keys tie.
+ *
  * Why native: the SQL forms sort every row of a group (to_ordered_list) or keep a heap of STRUCT
  * values in DuckDB's generic sort-key encoding (max(x, k)); evaluate's long runs (issue 19, item 4)
  * spent most of their time there. Here a group's state is a binary min-heap of at most k (key,
@@ -27,9 +36,11 @@
  * ids (evaluation.py, TOP_K_ROW_WEIGHT). DuckDB does not count this memory against memory_limit
  * (the C API has no allocation it counts) and cannot spill it.
  *
- * evaluate calls this aggregate only under GROUP BY. Public reports (duckdb/duckdb#26109) say that
- * DuckDB 1.4 and 1.5 pass C API aggregates one state for many rows as whole-partition windows
- * (top_k(...) OVER ()) and with an ORDER BY inside the call; DuckDB 2.0 ran both shapes right here.
+ * evaluate calls this aggregate only under GROUP BY. It also runs as a window (running windows
+ * combine DuckDB's segment-tree states into each row's: combine copies, never moves, and finalize
+ * leaves its state a valid heap). Public reports (duckdb/duckdb#26109) say that DuckDB 1.4 and 1.5
+ * pass C API aggregates one state for many rows as whole-partition windows (top_k(...) OVER ())
+ * and with an ORDER BY inside the call; DuckDB 2.0 ran both shapes right here.
  */
 #define DUCKDB_EXTENSION_API_VERSION_MAJOR 1
 #define DUCKDB_EXTENSION_API_VERSION_MINOR 2
@@ -52,10 +63,15 @@ DUCKDB_EXTENSION_EXTERN
  * string. */
 typedef enum { ITEM_SIGNED, ITEM_UNSIGNED, ITEM_FLOAT, ITEM_STRING } item_kind;
 
+/* How two pairs with the same key order: by the item's order word, by a string's bytes, or by the decimal
+ * text of a signed or unsigned integer item (the overloads with 'text'). */
+typedef enum { ORDER_VALUE, ORDER_STRING, ORDER_SIGNED_TEXT, ORDER_UNSIGNED_TEXT } item_order;
+
 typedef struct {
 	item_kind kind;
 	int width;        /* bytes of an integer item */
 	int double_keys;  /* the key argument is DOUBLE (else BIGINT) */
+	item_order order;
 } signature;
 
 /* One kept row: its key and, for numbers, its item as order-preserving words, with the item's own
@@ -146,15 +162,68 @@ static inline int compare_text(const duckdb_string_t *a, const duckdb_string_t *
 	return c ? c : (la > lb) - (la < lb);
 }
 
+static const uint64_t POWERS_OF_TEN[20] = {
+    1ULL,          10ULL,          100ULL,          1000ULL,          10000ULL,
+    100000ULL,     1000000ULL,     10000000ULL,     100000000ULL,     1000000000ULL,
+    10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
+    1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL, 1000000000000000000ULL,
+    10000000000000000000ULL};
+
+/* Decimal digits of x (1 to 20; 0 has one): from its bit length, log10(2) ~ 1233 / 4096 gives the digits of
+ * 2^(bits - 1), one short when x reaches the next power of ten. */
+static inline int decimal_digits(uint64_t x) {
+	x |= 1;
+	int n = ((64 - __builtin_clzll(x)) * 1233) >> 12;
+	return n + (x >= POWERS_OF_TEN[n]);
+}
+
+/* The byte order of the decimal texts of two different numbers: of the same length, their values'; else the
+ * longer one's leading digits (as many as the shorter has) against the shorter, and a prefix first. */
+static int compare_digits(uint64_t a, uint64_t b) {
+	int da = decimal_digits(a), db = decimal_digits(b);
+	if (da == db) {
+		return a < b ? -1 : 1;
+	}
+	if (da < db) {
+		uint64_t head = b / POWERS_OF_TEN[db - da];
+		return a == head ? -1 : (a < head ? -1 : 1);
+	}
+	uint64_t head = a / POWERS_OF_TEN[da - db];
+	return head == b ? 1 : (head < b ? -1 : 1);
+}
+
+/* <0, 0, >0 as the VARCHAR cast of integer item a orders before, with or after b's, from their order words (a
+ * signed value's is value ^ SIGN_BIT): '-' (0x2D) sorts before every digit, so negatives come first, and
+ * two negatives compare as the digits of their magnitudes (INT64_MIN's is 2^63). */
+static int compare_decimal(int signed_items, uint64_t a, uint64_t b) {
+	if (a == b) {
+		return 0;
+	}
+	if (signed_items) {
+		int negative_a = a < SIGN_BIT, negative_b = b < SIGN_BIT;
+		if (negative_a != negative_b) {
+			return negative_a ? -1 : 1;
+		}
+		a ^= SIGN_BIT;
+		b ^= SIGN_BIT;
+		if (negative_a) {
+			a = 0 - a;
+			b = 0 - b;
+		}
+	}
+	return compare_digits(a, b);
+}
+
 /* <0, 0, >0 as pair a orders before, with or after pair b (ascending). */
-static inline __attribute__((always_inline)) int compare(int strings, const entry *a, const entry *b) {
+static inline __attribute__((always_inline)) int compare(item_order order, const entry *a, const entry *b) {
 	if (a->key != b->key) {
 		return a->key < b->key ? -1 : 1;
 	}
-	if (!strings) {
-		return (a->item > b->item) - (a->item < b->item);
+	switch (order) {
+	case ORDER_VALUE: return (a->item > b->item) - (a->item < b->item);
+	case ORDER_STRING: return compare_text(&a->value.text, &b->value.text);
+	default: return compare_decimal(order == ORDER_SIGNED_TEXT, a->item, b->item);
 	}
-	return compare_text(&a->value.text, &b->value.text);
 }
 
 static void free_text(entry *e) {
@@ -178,17 +247,17 @@ static int own_text(entry *e, const duckdb_string_t *s) {
 	return 1;
 }
 
-static void sift_down(int strings, entry *heap, uint32_t count, uint32_t at) {
+static void sift_down(item_order order, entry *heap, uint32_t count, uint32_t at) {
 	entry moving = heap[at];
 	for (;;) {
 		uint32_t child = 2 * at + 1;
 		if (child >= count) {
 			break;
 		}
-		if (child + 1 < count && compare(strings, &heap[child + 1], &heap[child]) < 0) {
+		if (child + 1 < count && compare(order, &heap[child + 1], &heap[child]) < 0) {
 			child++;
 		}
-		if (compare(strings, &heap[child], &moving) >= 0) {
+		if (compare(order, &heap[child], &moving) >= 0) {
 			break;
 		}
 		heap[at] = heap[child];
@@ -197,11 +266,11 @@ static void sift_down(int strings, entry *heap, uint32_t count, uint32_t at) {
 	heap[at] = moving;
 }
 
-static void sift_up(int strings, entry *heap, uint32_t at) {
+static void sift_up(item_order order, entry *heap, uint32_t at) {
 	entry moving = heap[at];
 	while (at > 0) {
 		uint32_t parent = (at - 1) / 2;
-		if (compare(strings, &heap[parent], &moving) <= 0) {
+		if (compare(order, &heap[parent], &moving) <= 0) {
 			break;
 		}
 		heap[at] = heap[parent];
@@ -215,7 +284,8 @@ typedef enum { OFFER_KEPT, OFFER_REJECTED, OFFER_NO_MEMORY } offer_result;
 /* Offers pair `e` to the group: kept when the group has fewer than k pairs or `e` orders after its
  * smallest (which then leaves). With `owned`, `e`'s string already belongs to the caller, who hands
  * it over (it is freed when rejected); otherwise a kept string is copied. */
-static offer_result offer(int strings, top_state *s, entry *e, int owned) {
+static offer_result offer(item_order order, top_state *s, entry *e, int owned) {
+	int strings = order == ORDER_STRING;
 	if (s->count < (uint64_t)s->k) {
 		if (s->count == s->capacity) {
 			/* One allocation for the common cut-offs (k <= 16), doubling beyond. */
@@ -232,10 +302,10 @@ static offer_result offer(int strings, top_state *s, entry *e, int owned) {
 			return OFFER_NO_MEMORY;
 		}
 		s->heap[s->count++] = *e;
-		sift_up(strings, s->heap, s->count - 1);
+		sift_up(order, s->heap, s->count - 1);
 		return OFFER_KEPT;
 	}
-	if (compare(strings, e, &s->heap[0]) <= 0) {
+	if (compare(order, e, &s->heap[0]) <= 0) {
 		if (strings && owned) {
 			free_text(e);
 		}
@@ -248,7 +318,7 @@ static offer_result offer(int strings, top_state *s, entry *e, int owned) {
 		free_text(&s->heap[0]);
 	}
 	s->heap[0] = *e;
-	sift_down(strings, s->heap, s->count, 0);
+	sift_down(order, s->heap, s->count, 0);
 	return OFFER_KEPT;
 }
 
@@ -315,7 +385,7 @@ static int check_k(duckdb_function_info info, top_state *s, const chunk_columns 
  * compiler drops the per-row choice of item reader and key reader. */
 static inline __attribute__((always_inline)) void update_rows(duckdb_function_info info, const chunk_columns *in,
                                                               duckdb_aggregate_state *states, item_kind kind,
-                                                              int width, int double_keys) {
+                                                              int width, int double_keys, item_order order) {
 	int strings = kind == ITEM_STRING;
 	int all_valid = !in->item_valid && !in->key_valid && !in->k_valid;
 	for (idx_t row = 0; row < in->rows; row++) {
@@ -336,28 +406,53 @@ static inline __attribute__((always_inline)) void update_rows(duckdb_function_in
 			e.item = read_item(kind, width, in->items, row, &e.value.bits);
 		}
 		/* Most rows of a long group: not above the smallest pair kept. */
-		if (s->count == (uint64_t)s->k && compare(strings, &e, &s->heap[0]) <= 0) {
+		if (s->count == (uint64_t)s->k && compare(order, &e, &s->heap[0]) <= 0) {
 			continue;
 		}
-		if (offer(strings, s, &e, 0) == OFFER_NO_MEMORY) {
+		if (offer(order, s, &e, 0) == OFFER_NO_MEMORY) {
 			no_memory(info);
 			return;
 		}
 	}
 }
 
-#define UPDATE_AS(item_kind_, width_)                                                                           \
-	if (sig->kind == (item_kind_) && sig->width == (width_)) {                                                 \
+#define UPDATE_ORDERED(item_kind_, width_, order_)                                                              \
+	if (sig->kind == (item_kind_) && sig->width == (width_) && sig->order == (order_)) {                       \
 		if (sig->double_keys) {                                                                                \
-			update_rows(info, &in, states, item_kind_, width_, 1);                                             \
+			update_rows(info, &in, states, item_kind_, width_, 1, order_);                                     \
 		} else {                                                                                               \
-			update_rows(info, &in, states, item_kind_, width_, 0);                                             \
+			update_rows(info, &in, states, item_kind_, width_, 0, order_);                                     \
 		}                                                                                                      \
 		return;                                                                                                \
 	}
+#define UPDATE_AS(item_kind_, width_) UPDATE_ORDERED(item_kind_, width_, (item_kind_) == ITEM_STRING ? ORDER_STRING : ORDER_VALUE)
+/* An integer item, by value or by its decimal text (the overloads with 'text'). */
+#define UPDATE_INTEGER(item_kind_, width_, text_order_)                                                         \
+	UPDATE_AS(item_kind_, width_)                                                                              \
+	UPDATE_ORDERED(item_kind_, width_, text_order_)
+
+/* Whether every row's fourth argument is 'text' (the overloads that order ties by the decimal text). */
+static int all_text(duckdb_function_info info, duckdb_data_chunk input) {
+	duckdb_vector order = duckdb_data_chunk_get_vector(input, 3);
+	const duckdb_string_t *words = (const duckdb_string_t *)duckdb_vector_get_data(order);
+	const uint64_t *valid = duckdb_vector_get_validity(order);
+	for (idx_t row = 0, rows = duckdb_data_chunk_get_size(input); row < rows; row++) {
+		if (!is_valid(valid, row) || words[row].value.inlined.length != 4 ||
+		    memcmp(words[row].value.inlined.inlined, "text", 4) != 0) {
+			set_error(info, "the fourth argument (how tied keys order) must be 'text'");
+			return 0;
+		}
+	}
+	return 1;
+}
 
 static void update(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states) {
 	const signature *sig = (const signature *)duckdb_aggregate_function_get_extra_info(info);
+	if (sig->order == ORDER_SIGNED_TEXT || sig->order == ORDER_UNSIGNED_TEXT) {
+		if (!all_text(info, input)) {
+			return;
+		}
+	}
 	duckdb_vector items = duckdb_data_chunk_get_vector(input, 0);
 	duckdb_vector keys = duckdb_data_chunk_get_vector(input, 1);
 	duckdb_vector ks = duckdb_data_chunk_get_vector(input, 2);
@@ -368,14 +463,14 @@ static void update(duckdb_function_info info, duckdb_data_chunk input, duckdb_ag
 	                    duckdb_vector_get_validity(items),
 	                    duckdb_vector_get_validity(keys),
 	                    duckdb_vector_get_validity(ks)};
-	UPDATE_AS(ITEM_SIGNED, 1)
-	UPDATE_AS(ITEM_SIGNED, 2)
-	UPDATE_AS(ITEM_SIGNED, 4)
-	UPDATE_AS(ITEM_SIGNED, 8)
-	UPDATE_AS(ITEM_UNSIGNED, 1)
-	UPDATE_AS(ITEM_UNSIGNED, 2)
-	UPDATE_AS(ITEM_UNSIGNED, 4)
-	UPDATE_AS(ITEM_UNSIGNED, 8)
+	UPDATE_INTEGER(ITEM_SIGNED, 1, ORDER_SIGNED_TEXT)
+	UPDATE_INTEGER(ITEM_SIGNED, 2, ORDER_SIGNED_TEXT)
+	UPDATE_INTEGER(ITEM_SIGNED, 4, ORDER_SIGNED_TEXT)
+	UPDATE_INTEGER(ITEM_SIGNED, 8, ORDER_SIGNED_TEXT)
+	UPDATE_INTEGER(ITEM_UNSIGNED, 1, ORDER_UNSIGNED_TEXT)
+	UPDATE_INTEGER(ITEM_UNSIGNED, 2, ORDER_UNSIGNED_TEXT)
+	UPDATE_INTEGER(ITEM_UNSIGNED, 4, ORDER_UNSIGNED_TEXT)
+	UPDATE_INTEGER(ITEM_UNSIGNED, 8, ORDER_UNSIGNED_TEXT)
 	UPDATE_AS(ITEM_FLOAT, 4)
 	UPDATE_AS(ITEM_FLOAT, 8)
 	UPDATE_AS(ITEM_STRING, 0)
@@ -391,11 +486,13 @@ static void release_state(top_state *s) {
 	memset(s, 0, sizeof(*s));
 }
 
-/* Moves each source group's pairs into its target (the source is left empty: DuckDB destroys it). */
+/* Offers each source group's pairs to its target, copying them: the source is left as it was. A
+ * GROUP BY destroys the source after combining it, but a window (top_k(...) OVER (ORDER BY ...))
+ * combines the states of DuckDB's segment tree into each row's state, the same tree node into many
+ * rows: moving the pairs out emptied the node for every later row (NULL or too few items). */
 static void combine(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_aggregate_state *target,
                     idx_t count) {
 	const signature *sig = (const signature *)duckdb_aggregate_function_get_extra_info(info);
-	int strings = sig->kind == ITEM_STRING;
 	for (idx_t g = 0; g < count; g++) {
 		top_state *from = (top_state *)source[g];
 		top_state *to = (top_state *)target[g];
@@ -414,27 +511,24 @@ static void combine(duckdb_function_info info, duckdb_aggregate_state *source, d
 			return;
 		}
 		for (uint32_t i = 0; i < from->count; i++) {
-			if (offer(strings, to, &from->heap[i], 1) == OFFER_NO_MEMORY) {
-				/* The pairs not yet moved stay the source's, freed when DuckDB destroys it. */
-				memmove(from->heap, from->heap + i, (from->count - i) * sizeof(entry));
-				from->count -= i;
+			/* A copy: offer points a kept string at its own copy of the text, through the entry. */
+			entry e = from->heap[i];
+			if (offer(sig->order, to, &e, 0) == OFFER_NO_MEMORY) {
 				no_memory(info);
 				return;
 			}
 		}
-		from->count = 0;
-		release_state(from);
 	}
 }
 
 /* Heapsort in place: each step moves the smallest pair left to the end, so the min-heap becomes
  * the pairs in descending order. */
-static void sort_descending(int strings, entry *heap, uint32_t count) {
+static void sort_descending(item_order order, entry *heap, uint32_t count) {
 	for (uint32_t last = count; last-- > 1;) {
 		entry smallest = heap[0];
 		heap[0] = heap[last];
 		heap[last] = smallest;
-		sift_down(strings, heap, last, 0);
+		sift_down(order, heap, last, 0);
 	}
 }
 
@@ -464,7 +558,7 @@ static void finalize(duckdb_function_info info, duckdb_aggregate_state *source, 
 			lists[row].length = 0;
 			continue;
 		}
-		sort_descending(strings, s->heap, s->count);
+		sort_descending(sig->order, s->heap, s->count);
 		lists[row].offset = at;
 		lists[row].length = s->count;
 		for (uint32_t i = 0; i < s->count; i++, at++) {
@@ -474,6 +568,13 @@ static void finalize(duckdb_function_info info, duckdb_aggregate_state *source, 
 			} else {
 				write_item(sig, child_data, at, &s->heap[i]);
 			}
+		}
+		/* Back to a min-heap (ascending order is one), so the state stays one to update, combine or
+		 * finalize again: a window may finalize a state it keeps using. */
+		for (uint32_t i = 0, j = s->count - 1; i < j; i++, j--) {
+			entry swap = s->heap[i];
+			s->heap[i] = s->heap[j];
+			s->heap[j] = swap;
 		}
 	}
 	duckdb_list_vector_set_size(result, at);
@@ -498,21 +599,30 @@ static const struct {
     {DUCKDB_TYPE_VARCHAR, ITEM_STRING, 0},
 };
 
-duckdb_state duckrank_register_top_k(duckdb_connection connection) {
-	duckdb_aggregate_function_set set = duckdb_create_aggregate_function_set(NAME);
+/* Adds to `set` the overloads of every item type of ITEM_TYPES (strings by their bytes, numbers by value), or
+ * with `text_order` those of the integer types with a fourth argument, VARCHAR ('text'): tied keys by the item's
+ * decimal text. */
+static duckdb_state add_overloads(duckdb_aggregate_function_set set, int text_order) {
 	duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
 	duckdb_logical_type real = duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE);
+	duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
 	duckdb_state state = DuckDBSuccess;
 	for (size_t t = 0; t < sizeof(ITEM_TYPES) / sizeof(ITEM_TYPES[0]) && state == DuckDBSuccess; t++) {
+		item_kind kind = ITEM_TYPES[t].kind;
+		if (text_order && kind != ITEM_SIGNED && kind != ITEM_UNSIGNED) {
+			continue;
+		}
 		for (int double_keys = 0; double_keys <= 1 && state == DuckDBSuccess; double_keys++) {
 			signature *sig = (signature *)malloc(sizeof(signature));
 			if (!sig) {
 				state = DuckDBError;
 				break;
 			}
-			sig->kind = ITEM_TYPES[t].kind;
+			sig->kind = kind;
 			sig->width = ITEM_TYPES[t].width;
 			sig->double_keys = double_keys;
+			sig->order = !text_order ? (kind == ITEM_STRING ? ORDER_STRING : ORDER_VALUE)
+			                         : (kind == ITEM_SIGNED ? ORDER_SIGNED_TEXT : ORDER_UNSIGNED_TEXT);
 			duckdb_logical_type item = duckdb_create_logical_type(ITEM_TYPES[t].type);
 			duckdb_logical_type list = duckdb_create_list_type(item);
 			duckdb_aggregate_function function = duckdb_create_aggregate_function();
@@ -520,6 +630,9 @@ duckdb_state duckrank_register_top_k(duckdb_connection connection) {
 			duckdb_aggregate_function_add_parameter(function, item);
 			duckdb_aggregate_function_add_parameter(function, double_keys ? real : bigint);
 			duckdb_aggregate_function_add_parameter(function, bigint);
+			if (text_order) {
+				duckdb_aggregate_function_add_parameter(function, varchar);
+			}
 			duckdb_aggregate_function_set_return_type(function, list);
 			duckdb_aggregate_function_set_functions(function, state_size, state_init, update, combine, finalize);
 			/* Also keeps DuckDB off its streaming-window path, which gives C API aggregates wrong rows. */
@@ -533,11 +646,21 @@ duckdb_state duckrank_register_top_k(duckdb_connection connection) {
 			duckdb_destroy_logical_type(&item);
 		}
 	}
+	duckdb_destroy_logical_type(&bigint);
+	duckdb_destroy_logical_type(&real);
+	duckdb_destroy_logical_type(&varchar);
+	return state;
+}
+
+duckdb_state duckrank_register_top_k(duckdb_connection connection) {
+	duckdb_aggregate_function_set set = duckdb_create_aggregate_function_set(NAME);
+	duckdb_state state = add_overloads(set, 0);
+	if (state == DuckDBSuccess) {
+		state = add_overloads(set, 1);
+	}
 	if (state == DuckDBSuccess) {
 		state = duckdb_register_aggregate_function_set(connection, set);
 	}
 	duckdb_destroy_aggregate_function_set(&set);
-	duckdb_destroy_logical_type(&bigint);
-	duckdb_destroy_logical_type(&real);
 	return state;
 }
