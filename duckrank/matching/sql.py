@@ -142,9 +142,11 @@ def _collates(ids: str) -> str:
     (NOCASE), 'é' and 'e' (NOACCENT), or the composed and decomposed 'é' (NFC, and every ICU
     collation). ``cast_to_type`` gives a constant of the element type, collation included, and
     DuckDB folds the comparisons (``typeof`` does not show a collation; DuckDB 1.4 has no
-    ``get_type``). The CASE keeps DuckDB from casting 'A' to a non-text id type."""
+    ``get_type``). The CASE keeps DuckDB from casting 'A' to a non-text id type. The type is
+    read through a cast to VARCHAR[], which keeps a collation and gives an untyped empty list
+    (``[]``, "NULL"[]) a type: cast_to_type refuses to cast to NULL, even in a branch not taken."""
     def same(one: str, other: str) -> str:  # a comparison applies the collation of either side
-        return f"cast_to_type({one}, {ids}[1]) = {other}"
+        return f"cast_to_type({one}, CAST({ids} AS VARCHAR[])[1]) = {other}"
 
     pairs = [("'A'", "'a'"), ("chr(233)", "'e'"), ("chr(233)", "'e' || chr(769)")]
     probes = " OR ".join(same(one, other) for one, other in pairs)

@@ -201,6 +201,44 @@ def gain_sql(grade: str) -> str:
     return f"(CASE WHEN {_text('gain')} = 'linear' THEN {grade} ELSE pow(2, {grade}) - 1 END)"
 
 
+# --- gains that neither overflow nor vanish ------------------------------------------------------
+# 2^g - 1 is infinite for g >= 1024 (grades that are counts or seconds reach that) and rounds to 0
+# for g below about 1e-16; a sum of linear grades near 1e308 is infinite too: ndcg was inf / inf
+# or 0 / 0, NaN. ndcg and half_life_utility are ratios and ERR reads 2^g / 2^max_grade, so a row
+# whose largest grade M (the first ideal grade) is outside the ordinary range reads every gain
+# divided by one number: 2^(g - M) - 2^-M for M above SCALED_ABOVE (at most 1; 2^-M is 0 for
+# M > 1074, far below what a DOUBLE keeps of the largest term), g / M for the linear gain; and
+# below TINY_GRADE 2^g - 1 is expm1(g ln 2) by its series (DuckDB has no expm1), whose first
+# omitted term is below 1e-18 of it. Rows in the ordinary range keep their formula bit for bit.
+SCALED_ABOVE = 1000
+TINY_GRADE = 1e-3
+_SERIES_TERMS = 6
+
+
+def ordinary_sql(top: str) -> str:
+    """True when a row whose largest grade is ``top`` needs no ``scaled_gain_sql``."""
+    return f"({top} BETWEEN {TINY_GRADE} AND {SCALED_ABOVE})"
+
+
+def _series_sql(grade: str) -> str:
+    """2^g - 1 = sum over j >= 1 of (g ln 2)^j / j!, its first terms by Horner's scheme."""
+    x = f"({grade} * ln(2))"
+    value = "1"
+    for j in range(_SERIES_TERMS, 1, -1):
+        value = f"(1 + {x} / {j} * {value})"
+    return f"({x} * {value})"
+
+
+def scaled_gain_sql(grade: str, top: str) -> str:
+    """The gain of ``grade`` divided by one positive number for every grade of a row whose
+    largest grade is ``top`` (read per term: keep it a list element); ``top`` '1' divides by 1."""
+    exponential = (
+        f"CASE WHEN {top} > {SCALED_ABOVE} THEN pow(2, {grade} - {top}) - pow(2, -{top}) "
+        f"WHEN {grade} < {TINY_GRADE} THEN {_series_sql(grade)} ELSE pow(2, {grade}) - 1 END"
+    )
+    return f"(CASE WHEN {_text('gain')} = 'linear' THEN {grade} / {top} ELSE {exponential} END)"
+
+
 def discount_sql(rank: str) -> str:
     base = _number("base")
     return (
@@ -214,8 +252,28 @@ def _gained_sql(grade: str, rank: str) -> str:
     return f"{gain_sql(grade)} / {discount_sql(rank)}"
 
 
+def _scaled_gained_sql(grade: str, rank: str) -> str:
+    """``_gained_sql`` over ``scaled_gain_sql``, for a row whose largest grade {ideal}[1] is
+    outside ``ordinary_sql``."""
+    return f"{scaled_gain_sql(grade, '{ideal}[1]')} / {discount_sql(rank)}"
+
+
+def _unscaled_gained_sql(grade: str, rank: str) -> str:
+    """``_gained_sql`` with the series below TINY_GRADE, for dcg, which is no ratio."""
+    return f"{scaled_gain_sql(grade, '1')} / {discount_sql(rank)}"
+
+
+def _half_life_weight_sql(rank: str) -> str:
+    return f"pow(2, -({rank} - 1) / ({_number('half_life')} - 1))"
+
+
 def _half_life_sql(grade: str, rank: str) -> str:
-    return f"{grade} * pow(2, -({rank} - 1) / ({_number('half_life')} - 1))"
+    return f"{grade} * {_half_life_weight_sql(rank)}"
+
+
+def _scaled_half_life_sql(grade: str, rank: str) -> str:
+    """``_half_life_sql`` with every grade divided by the row's largest, {ideal}[1]."""
+    return f"{grade} / {{ideal}}[1] * {_half_life_weight_sql(rank)}"
 
 
 def hits_sum_sql(term: Callable[[str, str], str]) -> str:
@@ -229,12 +287,15 @@ def hits_sum_sql(term: Callable[[str, str], str]) -> str:
 
 def ranked_sum_sql(grades: str, term: Callable[[str, str], str]) -> str:
     """Σ term(g_i, i) over a DOUBLE[] of grades in rank order (0.0 for an empty list)."""
-    return f"coalesce(list_sum(list_transform({grades}, lambda g, i: {term('g', 'i')})), 0.0)"
+    return f"coalesce(list_sum(list_transform({grades}, lambda x, i: {term('x', 'i')})), 0.0)"
 
 
 def _satisfied_sql(grade: str) -> str:
-    """R = (2^g - 1) / 2^max_grade: the chance that a user stops, satisfied, at a grade g."""
-    return f"((pow(2, {grade}) - 1) / pow(2, {_number('max_grade')}))"
+    """R = (2^g - 1) / 2^max_grade: the chance that a user stops, satisfied, at a grade g,
+    written 2^(g - max_grade) - 2^-max_grade: both powers are at most 1 (g <= max_grade is
+    checked first), where 2^max_grade is infinite from max_grade 1024 on."""
+    max_grade = _number("max_grade")
+    return f"(pow(2, {grade} - {max_grade}) - pow(2, -{max_grade}))"
 
 
 def _err_sql() -> str:
@@ -286,6 +347,31 @@ def gains(grades: np.ndarray, gain: str) -> np.ndarray:
     return grades if gain == "linear" else np.power(2.0, grades) - 1
 
 
+def _series(grades: np.ndarray) -> np.ndarray:
+    """The twin of ``_series_sql``, the same operations in the same order."""
+    x = grades * np.log(2.0)
+    value = np.ones_like(x)
+    for j in range(_SERIES_TERMS, 1, -1):
+        value = 1 + x / j * value
+    return x * value
+
+
+def scaled_gains(grades: np.ndarray, top: np.ndarray, gain: str) -> np.ndarray:
+    """The twin of ``scaled_gain_sql``; ``top``: the largest grade of each value's row."""
+    if gain == "linear":
+        with np.errstate(divide="ignore", invalid="ignore"):  # rows without a grade: NULL
+            return grades / top
+    with np.errstate(over="ignore", invalid="ignore"):
+        ordinary = np.where(grades < TINY_GRADE, _series(grades), np.power(2.0, grades) - 1)
+        large = np.power(2.0, grades - top) - np.power(2.0, -top)
+    return np.where(top > SCALED_ABOVE, large, ordinary)
+
+
+def _outside(top: np.ndarray, low: float, high: float) -> np.ndarray:
+    """The rows whose largest grade is outside [low, high] (the twin of the SQL's BETWEEN)."""
+    return ~((top >= low) & (top <= high))
+
+
 def discounts(ranks: np.ndarray, discount: str, base: float) -> np.ndarray:
     ranks = np.asarray(ranks, dtype=np.float64)
     if discount == "jarvelin":
@@ -295,9 +381,24 @@ def discounts(ranks: np.ndarray, discount: str, base: float) -> np.ndarray:
 
 
 def _dcg_rows(g: Grades, values: np.ndarray, offsets: np.ndarray, gain: str, discount: str,
-              base: float) -> np.ndarray:
-    terms = gains(values, gain) / discounts(Grades.ranks(offsets), discount, base)
+              base: float, scale: np.ndarray | None = None) -> np.ndarray:
+    """Each row's DCG of ``values``. ``scale``: per row, the number ``scaled_gains`` divides
+    by (NaN: none, the plain gain), as the SQL chooses."""
+    with np.errstate(over="ignore"):  # an infinite gain's row takes the scaled one below
+        plain = gains(values, gain)
+    if scale is not None and not np.isnan(scale).all():
+        rows = np.repeat(np.arange(len(g.K)), np.diff(offsets))
+        top = scale[rows]
+        plain = np.where(np.isnan(top), plain, scaled_gains(values, top, gain))
+    terms = plain / discounts(Grades.ranks(offsets), discount, base)
     return g.row_sum(terms, offsets)
+
+
+def _scale(g: Grades) -> np.ndarray:
+    """The twin of the ratio's choice in ``_graded_ndcg_sql``: each row's largest grade where
+    ``ordinary_sql`` refuses it, else NaN."""
+    top = _largest_grades(g)
+    return np.where(_outside(top, TINY_GRADE, SCALED_ABOVE), top, np.nan)
 
 
 def _defined(g: Grades, values: np.ndarray) -> np.ndarray:
@@ -312,7 +413,8 @@ def _ndcg(g: Grades, *, gain: str = "exponential", discount: str = "log2",
           base: float = 2, ideal: str = "min_k_truth") -> np.ndarray:
     check_options("ndcg", NDCG_OPTIONS,
                   {"gain": gain, "discount": discount, "base": base, "ideal": ideal})
-    dcg = _dcg_rows(g, g.top, g.top_offsets, gain, discount, base)
+    scale = _scale(g)
+    dcg = _dcg_rows(g, g.top, g.top_offsets, gain, discount, base, scale)
     values, offsets = g.ideal, g.ideal_offsets
     if ideal == "k":
         defined = g.valid & (g.n > 0)
@@ -320,7 +422,7 @@ def _ndcg(g: Grades, *, gain: str = "exponential", discount: str = "log2",
         places = np.where(defined, g.k, 0)
         values = np.repeat(_largest_grades(g), places)
         offsets = np.concatenate([[0], np.cumsum(places)]).astype(np.int64)
-    best = _dcg_rows(g, values, offsets, gain, discount, base)
+    best = _dcg_rows(g, values, offsets, gain, discount, base, scale)
     return _defined(g, dcg / _safe(best))
 
 
@@ -335,7 +437,20 @@ def _largest_grades(g: Grades) -> np.ndarray:
 def _dcg(g: Grades, *, gain: str = "exponential", discount: str = "log2",
          base: float = 2) -> np.ndarray:
     check_options("dcg", DCG_OPTIONS, {"gain": gain, "discount": discount, "base": base})
-    return _defined(g, _dcg_rows(g, g.top, g.top_offsets, gain, discount, base))
+    top = _largest_grades(g)
+    # Outside the ordinary range the gains are divided by 1: the series for tiny grades.
+    scale = np.where(_outside(top, TINY_GRADE, SCALED_ABOVE), 1.0, np.nan)
+    with np.errstate(over="ignore"):
+        dcg = _defined(g, _dcg_rows(g, g.top, g.top_offsets, gain, discount, base, scale))
+    too_large = np.isinf(dcg)
+    if too_large.any():
+        raise ValueError(_dcg_too_large(top[too_large][0], gain))
+    return dcg
+
+
+def _dcg_too_large(grade: float, gain: str) -> str:
+    return (f"dcg: the DCG of a row whose largest grade is {float(grade)} is too large for a "
+            f"DOUBLE (gain {gain}); use ndcg, or gain := 'linear' for grades of 1024 and more")
 
 
 def _err(g: Grades, *, max_grade: float = 4) -> np.ndarray:
@@ -345,7 +460,7 @@ def _err(g: Grades, *, max_grade: float = 4) -> np.ndarray:
     too_high = defined & (top_grade > max_grade)
     if too_high.any():
         raise ValueError(_err_too_high(top_grade[too_high][0], max_grade))
-    satisfied = (np.power(2.0, g.top) - 1) / np.power(2.0, max_grade)
+    satisfied = np.power(2.0, g.top - max_grade) - np.power(2.0, -max_grade)  # _satisfied_sql
     # Rows side by side in a padded matrix, folded from the last rank to the first as in the SQL
     # (_err_sql), so that both give the same bits: a padding rank (R = 0) leaves E unchanged.
     counts = np.diff(g.top_offsets)
@@ -365,15 +480,19 @@ def _err_too_high(grade: float, max_grade: float) -> str:
 
 
 def _half_life_rows(g: Grades, values: np.ndarray, offsets: np.ndarray,
-                    half_life: float) -> np.ndarray:
+                    half_life: float, scaled: np.ndarray) -> np.ndarray:
     weights = np.power(2.0, -(Grades.ranks(offsets) - 1) / (half_life - 1))
+    rows = np.repeat(np.arange(len(g.K)), np.diff(offsets))
+    if scaled.any():
+        values = np.where(scaled[rows], values / _largest_grades(g)[rows], values)
     return g.row_sum(values * weights, offsets)
 
 
 def _half_life_utility(g: Grades, *, half_life: float = 5) -> np.ndarray:
     check_options("half_life_utility", (HALF_LIFE,), {"half_life": half_life})
-    utility = _half_life_rows(g, g.top, g.top_offsets, half_life)
-    ideal = _half_life_rows(g, g.ideal, g.ideal_offsets, half_life)
+    scaled = _outside(_largest_grades(g), *HALF_LIFE_ORDINARY) & (g.n > 0)
+    utility = _half_life_rows(g, g.top, g.top_offsets, half_life, scaled)
+    ideal = _half_life_rows(g, g.ideal, g.ideal_offsets, half_life, scaled)
     return _defined(g, utility / _safe(ideal))
 
 
@@ -384,9 +503,47 @@ _NO_RELEVANT_EMPTY = _NO_RELEVANT + " 0 when the top K is empty (empty rec)."
 _GAIN_AND_DISCOUNT = "gain(g) = 2^g - 1 (or g), disc(i) = log2(i + 1) (or Järvelin's)"
 
 def _graded_ndcg_sql(ideal: str) -> str:
+    def ratio(term: Callable[[str, str], str]) -> str:
+        return f"{hits_sum_sql(term)} / {ranked_sum_sql(ideal, term)}"
+
     return (
         f"CASE WHEN {{n}} = 0 THEN NULL WHEN {{K}} = 0 THEN 0.0 "
-        f"ELSE {hits_sum_sql(_gained_sql)} / {ranked_sum_sql(ideal, _gained_sql)} END"
+        f"WHEN {ordinary_sql('{ideal}[1]')} THEN {ratio(_gained_sql)} "
+        f"ELSE {ratio(_scaled_gained_sql)} END"
+    )
+
+
+# half_life_utility divides every grade by the row's largest outside this range, where a sum of
+# grades could overflow (inf / inf) or a product with a weight underflow (0 / 0).
+HALF_LIFE_ORDINARY = (1e-300, 1e300)
+
+
+def _half_life_utility_sql() -> str:
+    def ratio(term: Callable[[str, str], str]) -> str:
+        return f"{hits_sum_sql(term)} / {ranked_sum_sql('{ideal}', term)}"
+
+    low, high = HALF_LIFE_ORDINARY
+    return (
+        "CASE WHEN {n} = 0 THEN NULL WHEN {K} = 0 THEN 0.0 "
+        f"WHEN {{ideal}}[1] BETWEEN {low} AND {high} THEN {ratio(_half_life_sql)} "
+        f"ELSE {ratio(_scaled_half_life_sql)} END"
+    )
+
+
+def _dcg_sql() -> str:
+    """DCG is no ratio: a row outside ``ordinary_sql`` takes the series for its tiny grades
+    (gains divided by 1), and a value too large for a DOUBLE is an error naming the largest
+    grade and the option, rather than Infinity."""
+    message = (
+        "'dcg: the DCG of a row whose largest grade is ' || {ideal}[1]::VARCHAR || ' is too "
+        "large for a DOUBLE (gain ' || gain::VARCHAR || '); use ndcg, or gain := "
+        "''linear'' for grades of 1024 and more'"
+    )
+    return (
+        f"CASE WHEN {{n}} = 0 THEN NULL WHEN {ordinary_sql('{ideal}[1]')} "
+        f"THEN {hits_sum_sql(_gained_sql)} "
+        f"ELSE list_transform([{hits_sum_sql(_unscaled_gained_sql)}], lambda d: "
+        f"CASE WHEN isinf(d) THEN error({message}) ELSE d END)[1] END"
     )
 
 
@@ -425,7 +582,7 @@ DCG = Metric(
     formula="sum over ranks i <= K of gain(g_i) / disc(i), g_i the grade of the item at rank i "
     f"(1 for a hit when truth is a LIST); {_GAIN_AND_DISCOUNT}",
     undefined=_NO_RELEVANT + " (0 is a possible value: a top K without any relevant item.)",
-    sql=f"CASE WHEN {{n}} = 0 THEN NULL ELSE {hits_sum_sql(_gained_sql)} END",
+    sql=_dcg_sql(),
     kernel=_dcg,
     inputs="grades",
     options=DCG_OPTIONS,
@@ -464,8 +621,7 @@ HALF_LIFE_UTILITY = Metric(
     formula="sum over ranks i <= K of g_i 2^(-(i - 1) / (half_life - 1)), divided by the same "
     "sum over the min(k, n) largest grades of truth",
     undefined=_NO_RELEVANT_EMPTY,
-    sql=f"CASE WHEN {{n}} = 0 THEN NULL WHEN {{K}} = 0 THEN 0.0 "
-    f"ELSE {hits_sum_sql(_half_life_sql)} / {ranked_sum_sql('{ideal}', _half_life_sql)} END",
+    sql=_half_life_utility_sql(),
     kernel=_half_life_utility,
     inputs="grades",
     options=(HALF_LIFE,),
