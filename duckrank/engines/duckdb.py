@@ -191,7 +191,7 @@ def _register_functions(
     ``register`` still stores every macro."""
     with _SHARED_STATE:
         use_native = native and _native.load(con)
-    python = [*python_udfs.session_statements(use_native), *stats.session_statements()]
+    python = [*python_udfs.session_statements(use_native), *stats.session_statements(con)]
     chosen = _with_dependencies([*_as_temp(_connection_statements(use_native)), *python],
                                 functions)
     if any(s in python for s in chosen):
@@ -248,7 +248,7 @@ def register(
         _run_in_transaction(
             con, _as_temp([s for s in _connection_statements(True) if s not in stored])
         )
-    for statement in (*python_udfs.session_statements(use_native), *stats.session_statements()):
+    for statement in (*python_udfs.session_statements(use_native), *stats.session_statements(con)):
         con.execute(statement)
     if hivemall:
         con.execute(f"SET search_path = '{_hivemall.SCHEMA},main'")

@@ -19,13 +19,24 @@ The UDFs live on the database instance (every cursor shares them, they are never
 macros are TEMP, private to the connection: a stored macro calling Python would break the
 database file in a DuckDB without duckrank. ``duckrank.register`` registers them with the metrics'
 Python functions.
+
+Interrupts. DuckDB checks ``con.interrupt()`` between its own steps, and a UDF call is one step:
+a run of 10,000 resampling trials would finish before the query stops, the connection busy
+meanwhile. DuckDB tells a Python UDF nothing, so duckrank wraps
+``DuckDBPyConnection.interrupt`` (once per process; the wrapper counts the call, then calls
+DuckDB's): the resampling macros of a connection pass its Python ``id`` to their UDF
+(``session_statements(con)``), and the kernels check between blocks of trials (a few ms each)
+whether that connection was interrupted since the call began, and raise if so. Ctrl-C reaches a
+kernel running on the thread that ran the query as Python's KeyboardInterrupt, between blocks.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -76,11 +87,52 @@ def _batch_function(test: StatTest) -> Callable[..., pa.StructArray]:
     return function
 
 
+# id(connection) -> how many times its interrupt() was called (``_count_interrupts``).
+_INTERRUPTS: dict[int, int] = {}
+
+
+def _count_interrupts() -> None:
+    """Wrap ``DuckDBPyConnection.interrupt`` so that it counts its calls per connection before
+    doing what it did (idempotent: a second import, or a reload, does not wrap twice)."""
+    original = duckdb.DuckDBPyConnection.interrupt
+    if getattr(original, "_duckrank_counts", False):
+        return
+
+    @functools.wraps(original)
+    def interrupt(self: duckdb.DuckDBPyConnection) -> None:
+        _INTERRUPTS[id(self)] = _INTERRUPTS.get(id(self), 0) + 1
+        return original(self)
+
+    interrupt._duckrank_counts = True  # type: ignore[attr-defined]
+    duckdb.DuckDBPyConnection.interrupt = interrupt  # type: ignore[method-assign]
+
+
+_count_interrupts()
+
+
+def _stop_on_interrupt(function: str, connection: int) -> Callable[[], None]:
+    """A kernel's ``stop``: raises once ``connection``'s interrupt() has been called since it
+    was made (0: a connection that cannot be told, never)."""
+    seen = _INTERRUPTS.get(connection, 0)
+
+    def stop() -> None:
+        if connection and _INTERRUPTS.get(connection, 0) != seen:
+            raise InterruptedError(f"{function}: interrupted (con.interrupt())")
+
+    return stop
+
+
 def _group_function(test: StatTest) -> Callable[..., pa.StructArray]:
     """One kernel call per group, on its values sorted (a canonical order: ``list()`` gathers
-    them in whatever order DuckDB's threads met the rows)."""
+    them in whatever order DuckDB's threads met the rows). An interruptible test's last
+    argument is the connection's id (``_stop_on_interrupt``)."""
 
     def function(lists: Column, *option_columns: Column) -> pa.StructArray:
+        extra = {}
+        if test.interruptible:
+            *option_columns, connections = option_columns
+            connection = combined(connections)[0].as_py() if len(connections) else 0
+            extra["stop"] = _stop_on_interrupt(test.name, connection or 0)
         lists = combined(lists)
         offsets = lists.offsets.to_numpy()
         values = lists.values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
@@ -93,24 +145,26 @@ def _group_function(test: StatTest) -> Callable[..., pa.StructArray]:
                 option.name: option.parse(test.name, column[i])
                 for option, column in zip(test.options, texts, strict=True)
             }
-            rows.append(test.kernel(group, **options))
+            rows.append(test.kernel(group, **options, **extra))
         return _struct(test, {f.name: [row[f.name] for row in rows] for f in test.fields})
 
     return function
 
 
 def _udf_parameters(test: StatTest) -> list[str]:
-    return [sql_type for _, _, sql_type in test.summary.aggregates] + ["VARCHAR"] * len(
-        test.options
-    )
+    return ([sql_type for _, _, sql_type in test.summary.aggregates]
+            + ["VARCHAR"] * len(test.options) + ["UBIGINT"] * test.interruptible)
 
 
-def macro_statement(test: StatTest) -> str:
-    """The TEMP macro that makes ``test`` an SQL aggregate."""
+def macro_statement(test: StatTest, connection: int = 0) -> str:
+    """The TEMP macro that makes ``test`` an SQL aggregate; ``connection``: the id of the
+    connection it is made on, for an interruptible test (0: not interruptible)."""
     names = {argument: argument for argument in test.summary.arguments}
     arguments = ", ".join(f"{a} DOUBLE" for a in test.summary.arguments)
     defaults = "".join(f", {o.name} := {o.default!r}" for o in test.options)
     udf_arguments = [*test.summary.sql(**names), *(f"{o.name}::VARCHAR" for o in test.options)]
+    if test.interruptible:
+        udf_arguments.append(f"{connection}::UBIGINT")
     return (
         f"CREATE OR REPLACE TEMP MACRO {test.name}({arguments}{defaults}) AS "
         f"{udf_name(test)}({', '.join(udf_arguments)})"
@@ -132,6 +186,7 @@ def _udf(test: StatTest) -> PythonUDF:
 UDFS = [_udf(test) for test in TESTS]
 
 
-def session_statements() -> list[str]:
-    """The TEMP macros that make the tests SQL aggregates, for the registering connection."""
-    return [macro_statement(test) for test in TESTS]
+def session_statements(con: duckdb.DuckDBPyConnection | None = None) -> list[str]:
+    """The TEMP macros that make the tests SQL aggregates, for the registering connection
+    ``con`` (without it, ``con.interrupt()`` waits for a resampling run to finish)."""
+    return [macro_statement(test, 0 if con is None else id(con)) for test in TESTS]

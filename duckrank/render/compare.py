@@ -41,8 +41,15 @@ Shared rules:
 - **Types.** `x` and `y` are DOUBLE parameters: any numeric type works (DuckDB casts it). A
   VARCHAR or BOOLEAN argument is refused by DuckDB's binder before anything runs, with DuckDB's
   message naming the function: `Macro paired_ttest() does not support the supplied arguments`.
-- **Undefined values are NULL** where scipy gives nan (each test says when), and a NaN value
-  makes every field computed from it NULL. Infinite statistics stay infinite.
+- **Undefined values are NULL** where scipy gives nan (each test says when).
+- **Non-finite values.** A NaN or infinite value (or difference `x - y`) in a group makes its
+  statistic, p-value and interval NULL in every function: with an infinite difference no
+  p-value is defined (the resampled sums are infinite, and `inf - inf` is NaN), and a metric
+  value that is not finite is a fault upstream, not a large effect. The means are what the
+  arithmetic gives: `inf`, `-inf`, or NULL for NaN and `inf - inf`. So no function returns a
+  p-value or an interval from data it cannot compare; `randomization_test` and the bootstrap
+  scale values near the largest double by a power of two so that their sums do not overflow
+  (exactly, bit for bit).
 - **Options** are named (`trials := 1000`) or positional after the values. A bad value is an
   error naming the function, the option and the value as written, e.g.
   `randomization_test: trials must be a positive integer, got '0'`; `trials` and `seed` must be
@@ -52,6 +59,11 @@ Shared rules:
   the same answer, bit for bit, whatever `SET threads` and the order of the rows. `wilcoxon`
   depends only on the values too. `paired_ttest` adds with DuckDB's own `sum`, whose last bits
   may vary with the threads, as `avg`'s do.
+- **Interrupts.** `con.interrupt()` stops `randomization_test`, `bootstrap_ci` and
+  `paired_bootstrap_ci` between blocks of trials (a few milliseconds each): the query fails
+  with an error naming the function (`...: interrupted (con.interrupt())`) and the connection
+  is free again. duckrank wraps `DuckDBPyConnection.interrupt` to count its calls, since DuckDB
+  tells a Python function nothing; Ctrl-C reaches a run on the query's own thread.
 - **Where they live.** The functions are TEMP macros of the connection that called
   `duckrank.register` (call it on each cursor), over Python functions registered on the database;
   nothing is stored in a database file.

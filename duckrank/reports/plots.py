@@ -10,11 +10,15 @@ so a caller can check that the picture shows what its table says.
 
 matplotlib is driven through its object API (``matplotlib.figure.Figure``, drawn by the Agg
 renderer for PNG and the SVG renderer for SVG): pyplot is never imported, so no figure is left
-open and the user's backend, rcParams and figure list are not touched.
+open and the user's backend, rcParams and figure list are not touched. Names come from data
+(systems from file stems or tag columns, metric labels, query ids), so every text is drawn as
+written: mathtext and TeX are off while a figure is built and saved (``$\alpha$`` stays five
+characters, an odd ``$`` is no parse error).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from duckrank.evaluation import PYTHON, Spelling
+from duckrank.render.spelling import PYTHON, Spelling
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -126,13 +130,27 @@ def plot(
 
 
 def output_format(path: str | PathLike[str], spelling: Spelling = PYTHON) -> str:
-    """The picture's format from ``path``'s suffix (``"png"`` or ``"svg"``); the command line
-    checks it before it scores anything."""
-    suffix = Path(fspath(path)).suffix.lower()
+    """The picture's format from ``path``'s suffix (``"png"`` or ``"svg"``), once ``path`` is
+    known to be writable: a file (or nothing yet) in an existing folder we may write to. The
+    command line calls it before it scores anything, so a bad ``-o`` costs no evaluation."""
+    text = fspath(path)
+    suffix = Path(text).suffix.lower()
     if suffix not in FORMATS:
-        where = spelling.argument("output", fspath(path)) if spelling.cli else "path"
+        where = spelling.argument("output", text) if spelling.cli else "path"
         raise _error(spelling, f"{where} must end in {' or '.join(FORMATS)} (the format is "
-                     "taken from it)" + ("" if spelling.cli else f", got {fspath(path)!r}"))
+                     "taken from it)" + ("" if spelling.cli else f", got {text!r}"))
+    where = spelling.argument("output", text) if spelling.cli else f"path {text!r}"
+    target = Path(text)
+    folder = target.parent
+    if target.is_dir():
+        raise _error(spelling, f"{where} is a folder; give a file name ending in "
+                     f"{' or '.join(FORMATS)}")
+    if not folder.is_dir():
+        problem = "is not a folder" if folder.exists() else "does not exist"
+        raise _error(spelling, f"{where}: the folder {str(folder)!r} {problem}; create it first")
+    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists()
+                                                   and not os.access(target, os.W_OK)):
+        raise _error(spelling, f"{where} cannot be written (permission denied)")
     return suffix[1:]
 
 
@@ -154,8 +172,9 @@ def draw(per_query: Any, path: str | PathLike[str], kind: str = "curves",
         data = _distribution(table, systems, _label(table, metric, kind, spelling))
     else:
         data = _difference(table, systems, _label(table, metric, kind, spelling))
-    figure = _draw(data, table.noun, title)
-    figure.savefig(path, format=fmt, dpi=150)
+    with _literal_text():
+        figure = _draw(data, table.noun, title)
+        figure.savefig(path, format=fmt, dpi=150)
     return data
 
 
@@ -428,6 +447,17 @@ def figure_class() -> type[Figure]:
             name="matplotlib",
         ) from error
     return Figure
+
+
+def _literal_text() -> Any:
+    """matplotlib's settings under which a text is drawn as written: no mathtext (``$...$``),
+    no TeX (a user's ``text.usetex`` would send ``_`` and ``%`` to LaTeX). A Text reads them when
+    made and tick labels when drawn, so the figure is built and saved inside; the user's
+    settings come back after."""
+    figure_class()  # without matplotlib, the error that says what to install
+    import matplotlib
+
+    return matplotlib.rc_context({"text.parse_math": False, "text.usetex": False})
 
 
 def _figure(width: float, height: float, rows: int = 1) -> tuple[Figure, list[Axes]]:

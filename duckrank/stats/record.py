@@ -135,6 +135,9 @@ class StatTest:
     source: str
     kernel: Callable[..., dict[str, np.ndarray | float]]
     options: tuple[Option, ...] = ()
+    # The kernel takes ``stop``, called between blocks of its work, which raises to end it early
+    # (a run of resampling trials that an interrupt must not wait for).
+    interruptible: bool = False
 
     @property
     def signature(self) -> str:

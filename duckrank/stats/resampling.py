@@ -11,11 +11,17 @@ signs per trial, the values are cut into groups of 8 and a table holds, for each
 sum for each of the 256 bit patterns, so a trial costs n/8 table look-ups. Flipped sums within the
 rounding bound of the observed one count as equal to it (ties are common: metric differences take
 few distinct values).
+
+Between blocks the kernels call ``stop()`` when given one (``duckrank.engines.stats`` passes a
+check of ``con.interrupt()``): DuckDB checks for an interrupt only between its own steps, and a
+run of trials is one step, so without it an interrupt waits for the whole run. A block is a few
+milliseconds of work.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -46,7 +52,12 @@ def _flipped_sums(table: np.ndarray, flips: np.ndarray, index: np.ndarray,
     return looked_up.sum(axis=1)
 
 
-def sign_flip_count(values: np.ndarray, trials: int, seed: int) -> int:
+def _never() -> None:
+    """The default ``stop``: nothing interrupts."""
+
+
+def sign_flip_count(values: np.ndarray, trials: int, seed: int,
+                    stop: Callable[[], None] = _never) -> int:
     """How many of ``trials`` random sign flips of ``values`` give |sum| >= |observed sum|.
 
     The values go by slices of ``_COLUMNS`` bytes of flips (8 values a byte): for each slice, its
@@ -70,6 +81,7 @@ def sign_flip_count(values: np.ndarray, trials: int, seed: int) -> int:
         zero = np.zeros((1, wide), dtype=np.uint8)
         observed += _flipped_sums(table, zero, index[:1, :wide], looked_up[:1, :wide])[0]
         for start in range(0, trials, block):
+            stop()
             rows = min(block, trials - start)
             raw = bits.random_raw(rows * wide // 8).astype("<u8", copy=False)
             flips = raw.view(np.uint8).reshape(rows, wide)
@@ -82,36 +94,80 @@ def sign_flip_count(values: np.ndarray, trials: int, seed: int) -> int:
     return int(np.count_nonzero(np.abs(sums) >= abs(observed) - tolerance))
 
 
-def bootstrap_means(values: np.ndarray, trials: int, seed: int) -> np.ndarray:
+def bootstrap_means(values: np.ndarray, trials: int, seed: int,
+                    stop: Callable[[], None] = _never) -> np.ndarray:
     """The means of ``trials`` resamples of ``values`` with replacement."""
     rng = np.random.default_rng(seed)
     n = len(values)
     block = max(1, _BLOCK // n)
     means = np.empty(trials)
     for start in range(0, trials, block):
+        stop()
         rows = min(block, trials - start)
         means[start : start + rows] = values.take(rng.integers(0, n, (rows, n))).mean(axis=1)
     return means
 
 
-def randomization_kernel(values: np.ndarray, trials: int, seed: int) -> dict[str, float]:
+def _scaled(values: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """``values`` times a power of two 2^-e chosen so that their sums cannot overflow, and e
+    (``np.ldexp(result, e)`` undoes it); None when a value is NaN or infinite. A power of two
+    scales every value and every rounded sum exactly, so the counts and quantiles are those of
+    the unscaled values; only when the sum of |values| would overflow (values near 1e308) is
+    anything scaled, so ordinary values keep every bit. An ordinary group costs one pass: a
+    finite sum of |values| means every value is finite."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        magnitude = float(np.abs(values).sum()) if len(values) else 0.0
+    if math.isfinite(magnitude):
+        return values, 0
+    if not np.isfinite(values).all():
+        return None
+    exponent = math.frexp(float(np.abs(values).max()))[1] + math.ceil(math.log2(len(values)))
+    return np.ldexp(values, -exponent), exponent
+
+
+def _mean(scaled: np.ndarray, exponent: int) -> float:
+    """The mean, without overflow, of the values ``_scaled`` gave (``scaled``, ``exponent``)
+    for; NaN for none."""
+    if not len(scaled):
+        return math.nan
+    return math.ldexp(float(scaled.mean()), exponent)
+
+
+def randomization_kernel(values: np.ndarray, trials: int, seed: int,
+                         stop: Callable[[], None] = _never) -> dict[str, float]:
     """The fields of ``randomization_test`` for one group's sorted differences."""
     n = len(values)
-    if n == 0 or np.isnan(values).any():
-        return {"n": n, "mean_diff": math.nan, "p_value": math.nan}
-    p_value = (sign_flip_count(values, trials, seed) + 1) / (trials + 1) if n >= 2 else math.nan
-    return {"n": n, "mean_diff": float(values.mean()), "p_value": p_value}
+    finite = _scaled(values)
+    if finite is None:
+        # No p-value: with an infinite difference every flipped sum is infinite (inf - inf is
+        # NaN), and the test's question, how often a flip gives a mean as large, has no answer.
+        with np.errstate(invalid="ignore"):
+            return {"n": n, "mean_diff": float(values.mean()), "p_value": math.nan}
+    scaled, exponent = finite
+    p_value = math.nan
+    if n >= 2:
+        count = sign_flip_count(scaled, trials, seed, stop)
+        p_value = (count + 1) / (trials + 1)
+    return {"n": n, "mean_diff": _mean(scaled, exponent), "p_value": p_value}
 
 
-def bootstrap_kernel(values: np.ndarray, level: float, trials: int, seed: int
-                     ) -> dict[str, float]:
+def bootstrap_kernel(values: np.ndarray, level: float, trials: int, seed: int,
+                     stop: Callable[[], None] = _never) -> dict[str, float]:
     """The fields of ``bootstrap_ci`` for one group's sorted values."""
     n = len(values)
-    mean = float(values.mean()) if n else math.nan
-    if n < 2 or np.isnan(values).any():
+    finite = _scaled(values)
+    if finite is None:
+        # An infinite value puts inf (or inf - inf) in the resamples' means: no interval.
+        with np.errstate(invalid="ignore"):
+            mean = float(values.mean())
+        return {"n": n, "mean": mean, "ci_low": math.nan, "ci_high": math.nan}
+    scaled, exponent = finite
+    mean = _mean(scaled, exponent)
+    if n < 2:
         return {"n": n, "mean": mean, "ci_low": math.nan, "ci_high": math.nan}
     alpha = (1 - level) / 2
-    low, high = np.quantile(bootstrap_means(values, trials, seed), [alpha, 1 - alpha])
+    quantiles = np.quantile(bootstrap_means(scaled, trials, seed, stop), [alpha, 1 - alpha])
+    low, high = np.ldexp(quantiles, exponent) if exponent else quantiles
     return {"n": n, "mean": mean, "ci_low": float(low), "ci_high": float(high)}
 
 
@@ -145,8 +201,10 @@ RANDOMIZATION_TEST = StatTest(
     "observed assignment as one of the trials, so p is never 0 and the test keeps its level "
     "(Phipson and Smyth 2010). Trials are random, with replacement, even when 2^n is smaller "
     "than trials. " + _MONTE_CARLO,
-    undefined="mean_diff is NULL when n = 0; p_value is NULL when n < 2. A NaN difference makes "
-    "both NULL. Differences that are all 0 give p = 1.",
+    undefined="mean_diff is NULL when n = 0; p_value is NULL when n < 2. A NaN or infinite "
+    "difference makes p_value NULL (every flipped sum is then infinite or NaN: there is no "
+    "p-value); mean_diff is then the mean as computed, inf, -inf or NULL (NaN, or inf - inf). "
+    "Differences that are all 0 give p = 1.",
     prefer="when no distributional assumption is wanted: it tests the difference of means "
     "directly. On TREC runs Smucker et al. (2007) found the bootstrap and t tests agree "
     "closely with it, and describe the Wilcoxon and sign tests as simplified variants of it. "
@@ -155,6 +213,7 @@ RANDOMIZATION_TEST = StatTest(
     source="Fisher (1935); Smucker, Allan and Carterette (2007).",
     kernel=randomization_kernel,
     options=(TRIALS, SEED),
+    interruptible=True,
 )
 
 _BOOTSTRAP_CONVENTION = (
@@ -178,7 +237,8 @@ BOOTSTRAP_CI = StatTest(
     null_hypothesis="none: an interval, not a test.",
     convention=_BOOTSTRAP_CONVENTION,
     undefined="mean is NULL when n = 0; ci_low and ci_high are NULL when n < 2 (scipy refuses "
-    "fewer than two observations). A NaN value makes the interval NULL.",
+    "fewer than two observations). A NaN or infinite value makes the interval NULL (and mean "
+    "inf, -inf or NULL, as computed).",
     prefer="to show the uncertainty of one system's mean metric (the report's mean +- "
     "interval). It draws trials x n random indices: about 3.5 s of CPU for 10,000 trials over "
     "100,000 users (benchmarks/bench_stats.py). With 1,000 trials the ends of a 95% interval "
@@ -188,6 +248,7 @@ BOOTSTRAP_CI = StatTest(
     "`scipy.stats.bootstrap`.",
     kernel=bootstrap_kernel,
     options=(LEVEL, TRIALS, SEED),
+    interruptible=True,
 )
 
 PAIRED_BOOTSTRAP_CI = StatTest(
@@ -206,8 +267,8 @@ PAIRED_BOOTSTRAP_CI = StatTest(
     convention=_BOOTSTRAP_CONVENTION + " Pairs are resampled together: this is "
     "`bootstrap_ci` of d = x - y, and scipy's `bootstrap((x, y), lambda x, y: mean(x - y), "
     "paired=True)`.",
-    undefined="mean is NULL when n = 0; ci_low and ci_high are NULL when n < 2. A NaN "
-    "difference makes the interval NULL.",
+    undefined="mean is NULL when n = 0; ci_low and ci_high are NULL when n < 2. A NaN or "
+    "infinite difference makes the interval NULL (and mean inf, -inf or NULL, as computed).",
     prefer="to show how large a difference between two systems is, with its uncertainty; "
     "Smucker et al. (2007) found the bootstrap test agrees closely with the randomization and "
     "t tests.",
@@ -215,4 +276,5 @@ PAIRED_BOOTSTRAP_CI = StatTest(
     "`scipy.stats.bootstrap` with `paired=True`.",
     kernel=bootstrap_kernel,
     options=(LEVEL, TRIALS, SEED),
+    interruptible=True,
 )

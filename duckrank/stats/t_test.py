@@ -30,12 +30,25 @@ _UNIT_ROUNDOFF = 2.0**-53
 _MIN_EXACT_DIGITS = 6
 
 
+def student_t(n: np.ndarray, mean: np.ndarray, variance: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """t = mean / sqrt(variance / n) and its two-sided p-value with n - 1 degrees of freedom,
+    for a batch of groups (NaN where n < 2 or nothing is finite to divide). ``variance`` is the
+    sample variance (n - 1 in the denominator)."""
+    count = np.asarray(n, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        statistic = np.asarray(mean, dtype=np.float64) / np.sqrt(
+            np.asarray(variance, dtype=np.float64) / count)
+    statistic = np.where(count >= 2, statistic, np.nan)
+    return statistic, student_t_two_sided(statistic, count - 1)
+
+
 def paired_t(
     n: np.ndarray, sum_d: np.ndarray, sum_d2: np.ndarray, sum_x: np.ndarray, sum_y: np.ndarray
 ) -> dict[str, np.ndarray]:
     """The fields of ``paired_ttest`` for a batch of groups (NaN where undefined)."""
     count = n.astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mean_d = sum_d / count
         squares = sum_d2 - sum_d * mean_d
         rounding = 3 * count * _UNIT_ROUNDOFF * sum_d2
@@ -52,15 +65,19 @@ def paired_t(
                 f"{rounding[i]:.3g}, over {n[i]} pairs); compute t as avg(x - y) / "
                 "stddev_samp(x - y) * sqrt(count(x - y))"
             )
-        statistic = mean_d / np.sqrt(squares / (count - 1) / count)
-        statistic = np.where(count >= 2, statistic, np.nan)
+        # A sum that is not finite comes from an infinite or NaN difference, or overflowed (|d|
+        # above about 1e154 squares to inf): SS would be inf or NaN, and t = mean / inf = 0
+        # would read as p = 1. No statistic then.
+        finite = np.isfinite(sum_d) & np.isfinite(sum_d2)
+        statistic, p_value = student_t(
+            count, np.where(finite, mean_d, np.nan), squares / (count - 1))
         return {
             "n": n,
             "mean_x": sum_x / count,
             "mean_y": sum_y / count,
             "mean_diff": mean_d,
             "statistic": statistic,
-            "p_value": student_t_two_sided(statistic, count - 1),
+            "p_value": p_value,
         }
 
 
@@ -91,7 +108,9 @@ PAIRED_TTEST = StatTest(
     "error naming the values and the alternative (`stddev_samp`) rather than answer "
     "imprecisely. So do differences that are all equal and not 0, such as all 0.1, all 0.5 or "
     "`(x + 0.1) - x` (one-pass sums cannot tell them from differences that cancel). A NaN "
-    "value makes every field computed from it NULL.",
+    "value makes every field computed from it NULL; an infinite difference, or differences so "
+    "large that their squares overflow (|d| above about 1e154), make statistic and p_value "
+    "NULL (the means are then as computed: inf, -inf or NULL).",
     prefer="the default for comparing two systems' mean metric over the same users or queries: "
     "Smucker et al. (2007) found it agrees closely with the randomization and bootstrap tests on "
     "TREC runs, and it costs only a few sums. With thousands of users its normality assumption "

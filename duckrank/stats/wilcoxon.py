@@ -45,7 +45,9 @@ def signed_ranks(nonzero: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def wilcoxon_kernel(values: np.ndarray) -> dict[str, float]:
     """The fields of ``wilcoxon`` for one group's differences (NaN where undefined)."""
     n = len(values)
-    if n == 0 or np.isnan(values).any():
+    # An infinite difference is left unranked, as NaN is (scipy ranks it above every finite
+    # one): it comes from a metric value that is not a number, and one rule holds for every test.
+    if n == 0 or not np.isfinite(values).all():
         return {"n": n, "statistic": math.nan, "p_value": math.nan}
     nonzero = values[values != 0]
     m = len(nonzero)
@@ -85,7 +87,8 @@ WILCOXON = StatTest(
     "differences, as scipy's thresholds do.",
     undefined="statistic and p_value are NULL when n = 0. One pair, or differences that are "
     "all 0 with n <= 13, give statistic 0 and p-value 1 (as scipy); all-zero differences with "
-    "n > 13 give statistic 0 and a NULL p-value (scipy: nan). A NaN difference makes both NULL.",
+    "n > 13 give statistic 0 and a NULL p-value (scipy: nan). A NaN or infinite difference makes "
+    "both NULL (scipy would rank an infinite difference above the finite ones).",
     prefer="when the paper you compare with used it (the xCLiMF paper reports Wilcoxon tests at "
     "p < 0.05). Otherwise prefer the others: on TREC runs Smucker et al. (2007) found that it "
     "detects significance poorly and can detect it falsely, and recommend discontinuing it for "

@@ -272,7 +272,7 @@ def test_metric_as_requested_names_the_labelled_family(evaluated, tmp_path) -> N
 def test_errors_spelled_for_the_command_line(evaluated, tmp_path) -> None:
     """duckrank plot's flags are --kind, --plot-metric and -o/--output; its errors name them
     (the CLI prefixes 'duckrank plot: ', so no 'plot: ' here)."""
-    from duckrank.evaluation import COMMAND_LINE
+    from duckrank.render.spelling import COMMAND_LINE
     from duckrank.reports.plots import draw
 
     long, _ = evaluated
@@ -288,3 +288,60 @@ def test_errors_spelled_for_the_command_line(evaluated, tmp_path) -> None:
         draw(long, tmp_path / "x.pdf", spelling=COMMAND_LINE)
     assert str(error.value) == ("--output " + str(tmp_path / "x.pdf") + " must end in .png or "
                                 ".svg (the format is taken from it)")
+
+
+def _names_table(names: list[str]) -> pa.Table:
+    rows = [(name, q, "ndcg@10", (q + i) / 10) for i, name in enumerate(names) for q in range(5)]
+    columns = zip(*rows, strict=True)
+    return pa.table(dict(zip(["system", "query", "metric", "value"], columns, strict=True)))
+
+
+@pytest.mark.parametrize("kind", ["distribution", "difference"])
+def test_names_are_drawn_as_written_not_as_mathtext(tmp_path, kind) -> None:
+    """Issue 25, 1.9: system names come from file stems and tag columns; before, '$\\frac$'
+    (mathtext's parse error) failed the plot and '$\\alpha$' was drawn as a Greek letter."""
+    import matplotlib
+    from matplotlib.text import Text
+
+    made: list[Text] = []
+    original = Text.__init__
+
+    def recording(self, *args, **kwargs):  # every Text of the figure, as it is made
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    names = ["$\\frac$", "$\\alpha$ 50% a_b", "a$b"]
+    before = dict(matplotlib.rcParams)
+    Text.__init__ = recording
+    try:
+        plot(_names_table(names), tmp_path / "names.svg", kind=kind)
+    finally:
+        Text.__init__ = original
+    assert dict(matplotlib.rcParams) == before
+    shown = [t for t in made if any(name in t.get_text() for name in names)]
+    assert shown and not any(t.get_parse_math() or t.get_usetex() for t in shown)
+
+
+@pytest.mark.parametrize(("where", "problem"), [
+    ("missing/x.png", "the folder {folder!r} does not exist; create it first"),
+    ("afile.txt/x.png", "the folder {folder!r} is not a folder; create it first"),
+    ("folder.png", "is a folder; give a file name ending in .png or .svg"),
+])
+def test_a_bad_output_path_fails_before_any_scoring(tmp_path, where, problem) -> None:
+    """Issue 25, section 2: `duckrank plot -o` into a missing folder or onto a folder ended in a
+    traceback from savefig, after all the scoring; output_format (which the command calls
+    before scoring) now refuses it, naming -o."""
+    from duckrank.render.spelling import COMMAND_LINE
+    from duckrank.reports.plots import output_format
+
+    (tmp_path / "afile.txt").write_text("")
+    (tmp_path / "folder.png").mkdir()
+    path = tmp_path / where
+    message = problem.format(folder=str(path.parent))
+    with pytest.raises(ValueError) as error:
+        output_format(path, COMMAND_LINE)
+    assert str(error.value).startswith(f"--output {path}")
+    assert message in str(error.value)
+    with pytest.raises(ValueError, match=f"^plot: path {str(path)!r}"):
+        plot(_names_table(["a", "b"]), path, kind="distribution")
+    assert output_format(tmp_path / "fine.svg", COMMAND_LINE) == "svg"
