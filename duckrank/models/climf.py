@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from duckrank.models import xclimf
-from duckrank.models.xclimf import Factors
+from duckrank.models.xclimf import DivergenceError, Factors
 
-__all__ = ["Factors", "fit"]
+__all__ = ["DivergenceError", "Factors", "fit"]
 
 
 def fit(users: np.ndarray, items: np.ndarray, *, dims: int = xclimf.DIMS,
@@ -26,7 +26,8 @@ def fit(users: np.ndarray, items: np.ndarray, *, dims: int = xclimf.DIMS,
         learning_rate: float = xclimf.LEARNING_RATE, epochs: int = xclimf.EPOCHS,
         seed: int = 0) -> Factors:
     """Train CLiMF on the relevant (user, item) pairs, each given once (ids int64 or strings);
-    binarise graded data before, e.g. the pairs rated >= 4."""
+    binarise graded data before, e.g. the pairs rated >= 4. A learning rate too large for the
+    data is a ``DivergenceError`` (see ``xclimf.train``)."""
     return xclimf.train(users, items, np.ones(len(users)), dims=dims,
                         regularization=regularization, learning_rate=learning_rate,
                         epochs=epochs, seed=seed, function="climf.fit")

@@ -30,6 +30,14 @@ def _numpy(function: str, name: str, values: object) -> np.ndarray:
     return array
 
 
+def _finite(value: int | float | np.number) -> bool:
+    """math.isfinite, False for an int too large for a float (isfinite raises OverflowError)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _plain(value: object) -> object:
     """A numpy scalar as the Python value it holds, so messages show 5.0, not np.float64(5.0)."""
     return value.item() if isinstance(value, np.generic) else value
@@ -48,13 +56,41 @@ def ids(function: str, name: str, values: object) -> np.ndarray:
     if array.dtype.kind == "T":  # numpy's StringDType: pyarrow takes it as Python strings
         array = array.astype(object)
     if array.dtype.kind == "O":
-        not_text = np.flatnonzero([not isinstance(value, str) for value in array])
-        if not_text.size == 0:
-            return array
-        position = int(not_text[0])
-        raise ValueError(f"{function}: {name} must hold int64 or string ids; "
-                         f"{name}[{position}] is {array[position]!r}")
+        return _object_ids(function, name, array)
     raise ValueError(f"{function}: {name} must hold int64 or string ids, got dtype {array.dtype}")
+
+
+def _is_integer(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
+def _object_ids(function: str, name: str, array: np.ndarray) -> np.ndarray:
+    """Ids in an object array (a list with a None, a pandas object column): all strings (kept),
+    or all integers (as int64). The error names the first element that is neither (a None, a
+    float), else the first that differs in kind from the first element (ids mixing integers and
+    strings): its position and value, never a valid id before it."""
+    text = np.fromiter((isinstance(value, str) for value in array), bool, len(array))
+    if text.all():
+        return array
+    integer = np.fromiter((_is_integer(value) for value in array), bool, len(array))
+    neither = np.flatnonzero(~(text | integer))
+    if neither.size:
+        position = int(neither[0])
+        raise ValueError(f"{function}: {name} must hold int64 or string ids; "
+                         f"{name}[{position}] is {_plain(array[position])!r} "
+                         f"({neither.size} values are neither)")
+    if text.any():
+        position = int(np.flatnonzero(text != text[0])[0])
+        raise ValueError(f"{function}: {name} mixes integer and string ids: {name}[0] is "
+                         f"{_plain(array[0])!r}, {name}[{position}] is "
+                         f"{_plain(array[position])!r}; give one kind")
+    low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    outside = np.flatnonzero([not low <= value <= high for value in array])
+    if outside.size:
+        position = int(outside[0])
+        raise ValueError(f"{function}: {name}[{position}] is {_plain(array[position])!r}, "
+                         "beyond the int64 range")
+    return array.astype(np.int64)
 
 
 def same_length(function: str, **arrays: np.ndarray) -> int:
@@ -73,6 +109,19 @@ def ratings(function: str, values: object, max_rating: float | None) -> tuple[np
     """Graded ratings as float64 in [0, max_rating], and max_rating (the largest rating given
     when None)."""
     array = _numpy(function, "ratings", values)
+    if array.dtype.kind == "O":  # e.g. a list holding a None: the first non-number is named
+        number = np.fromiter((isinstance(value, int | float | np.integer | np.floating)
+                              and not isinstance(value, bool | np.bool_) for value in array),
+                             bool, len(array))
+        if not number.all():
+            wrong = np.flatnonzero(~number)
+            position = int(wrong[0])
+            raise ValueError(f"{function}: ratings must be numbers; ratings[{position}] is "
+                             f"{_plain(array[position])!r} ({wrong.size} values are not numbers)")
+        huge = np.flatnonzero([_is_integer(value) and not _finite(value) for value in array])
+        if huge.size:
+            raise ValueError(f"{function}: ratings[{int(huge[0])}] is beyond the float64 range")
+        array = array.astype(np.float64)
     if array.dtype.kind not in "iuf":
         raise ValueError(f"{function}: ratings must be numbers, got dtype {array.dtype}")
     array = array.astype(np.float64, copy=False)
@@ -87,7 +136,7 @@ def ratings(function: str, values: object, max_rating: float | None) -> tuple[np
                              f"be a finite number > 0, got {top}")
         max_rating = top
     elif isinstance(max_rating, bool) or not isinstance(max_rating, int | float) or not (
-            math.isfinite(max_rating) and max_rating > 0):
+            _finite(max_rating) and max_rating > 0):
         raise ValueError(f"{function}: max_rating must be a finite number > 0, got {max_rating!r}")
     outside = np.flatnonzero((array < 0) | (array > max_rating))
     if outside.size:
@@ -134,7 +183,7 @@ def _integer(function: str, name: str, value: object, least: int) -> int:
 
 def _number(function: str, name: str, value: object, positive: bool) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | np.number) or not (
-            math.isfinite(value) and (value > 0 if positive else value >= 0)):
+            _finite(value) and (value > 0 if positive else value >= 0)):
         bound = "> 0" if positive else ">= 0"
         raise ValueError(f"{function}: {name} must be a finite number {bound}, got {value!r}")
     return float(value)

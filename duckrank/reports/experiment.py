@@ -36,8 +36,10 @@ import pyarrow as pa
 
 from duckrank import seeded_hash
 from duckrank.engines.duckdb import connect
+from duckrank.files.trec import file_paths
 from duckrank.models import climf, poprec, xclimf
 from duckrank.render.quoting import quote_literal
+from duckrank.render.trec import LITERAL_PATH
 
 GIVEN = (5, 10, 15)  # the paper's Given conditions for ML1m
 TEST_ITEMS = 5
@@ -120,14 +122,18 @@ def _load(con: duckdb.DuckDBPyConnection, ratings: str | Path | pa.Table) -> Non
     """Ratings into the table ``_RATINGS`` (user, item, rating DOUBLE, timestamp): an Arrow table
     or a file: Parquet (by its suffix), MovieLens ``user::item::rating::timestamp`` lines (by a
     ``::`` in the first line), or CSV with a header naming user, item, rating (timestamp
-    optional). The path reaches DuckDB as a query parameter."""
+    optional). The path names one file, as in every other command: ``*``, ``?`` and ``[`` are
+    part of its name (``ratings[1].csv`` is never ``ratings1.csv``; DuckDB's readers would take it
+    as a glob pattern), ``~`` the home folder; it reaches DuckDB as a query parameter."""
     if isinstance(ratings, pa.Table):
         con.register("xp_arrow", ratings)
         source, parameters = "xp_arrow", []
     else:
-        path = Path(ratings)
-        if not path.is_file():
-            raise ValueError(f"run_xclimf_experiment: ratings file {str(path)!r} does not exist")
+        try:
+            (name,) = file_paths(con, ratings, "ratings")
+        except ValueError as error:
+            raise ValueError(f"run_xclimf_experiment: {error}") from None
+        path = Path(name)
         if path.suffix.lower() in (".parquet", ".pq"):
             source = "read_parquet(?)"
         else:
@@ -136,7 +142,9 @@ def _load(con: duckdb.DuckDBPyConnection, ratings: str | Path | pa.Table) -> Non
             source = ("read_csv(?, delim = '::', header = false, columns = {'user': 'VARCHAR', "
                       "'item': 'VARCHAR', 'rating': 'DOUBLE', 'timestamp': 'BIGINT'})"
                       if "::" in first else "read_csv(?, header = true)")
-        parameters = [str(path)]
+        # the pattern of DuckDB's readers that matches this one file only (LITERAL_PATH)
+        parameters = [con.execute(f"SELECT {LITERAL_PATH} FROM (SELECT ? AS path)",
+                                  [name]).fetchall()[0][0]]
     columns = [c[0] for c in con.execute(f"SELECT * FROM {source} LIMIT 0",
                                          parameters).description]
     missing = [c for c in ("user", "item", "rating") if c not in columns]
@@ -206,6 +214,17 @@ def _scores(con: duckdb.DuckDBPyConnection, system: str, key: int, model: xclimf
       LEFT JOIN xp_items_{key} i ON c.item = i.item"""
 
 
+def _fit(system: str, given: int, fit: Callable[..., xclimf.Factors], *args: Any,
+         **options: Any) -> xclimf.Factors:
+    """``fit(*args, **options)``; a diverged training is an error naming the system and the
+    Given N too (a diverged model ranks by huge or NaN scores: numbers with no meaning)."""
+    try:
+        return fit(*args, **options)
+    except xclimf.DivergenceError as error:
+        raise xclimf.DivergenceError(
+            f"run_xclimf_experiment: {system} at Given {given}: {error}") from None
+
+
 def _train(con: duckdb.DuckDBPyConnection, settings: Settings, max_rating: float,
            thresholds: tuple[float, ...], given: int) -> tuple[list[str], list[dict]]:
     """Fit the models on the split's training rows: their score queries and training rows."""
@@ -226,20 +245,16 @@ def _train(con: duckdb.DuckDBPyConnection, settings: Settings, max_rating: float
               CAST({seeded_hash.sql(str(settings.seed), 'user', 'item', "'random'")} AS DOUBLE)
             FROM {_CANDIDATES}""",
     ]
-    models = {"xCLiMF": xclimf.fit(users, items, ratings, max_rating=max_rating, **options)}
+    models = {"xCLiMF": _fit("xCLiMF", given, xclimf.fit, users, items, ratings,
+                             max_rating=max_rating, **options)}
     for threshold in thresholds:
         relevant = ratings >= threshold
         if relevant.any():
-            models[f"CLiMF>={threshold:g}"] = climf.fit(users[relevant], items[relevant],
-                                                        **options)
+            system = f"CLiMF>={threshold:g}"
+            models[system] = _fit(system, given, climf.fit, users[relevant], items[relevant],
+                                  **options)
     training = []
     for key, (system, model) in enumerate(models.items()):
-        if not math.isfinite(model.objective[-1]):
-            # NaN factors would rank by NaN scores: numbers with no meaning, so no numbers
-            raise ValueError(
-                f"run_xclimf_experiment: {system} diverged at Given {given} (objective "
-                f"{model.objective[-1]} after {len(model.objective)} epochs); lower "
-                f"learning_rate (got {settings.learning_rate})")
         queries.append(_scores(con, system, key, model))
         training.append({"given": given, "model": system, "seconds": model.seconds,
                          "objective_first": model.objective[0],
@@ -625,7 +640,9 @@ def run(args: argparse.Namespace) -> int:
             learning_rate=args.learning_rate, epochs=args.epochs, seed=args.seed,
             plot=args.plot)
     except (ValueError, duckdb.Error) as error:
-        sys.stderr.write(f"duckrank experiment xclimf: {error}\n")
+        hint = ("; the option is --learning-rate"
+                if isinstance(error, xclimf.DivergenceError) else "")
+        sys.stderr.write(f"duckrank experiment xclimf: {error}{hint}\n")
         return 1
     if args.format == "json":
         json.dump({name: getattr(result, name).to_pylist()

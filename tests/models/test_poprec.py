@@ -3,6 +3,8 @@ items ranked by their number of ratings, scored and ranked in DuckDB."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -47,7 +49,12 @@ def test_top_n_in_duckdb_with_unseen_candidates_last(con) -> None:
     (np.array([], dtype=np.int64), "poprec.fit: empty input (items have no rows)"),
     (np.array([1.0, 2.0]), "poprec.fit: items must hold int64 or string ids, got dtype float64"),
     (pa.array(["a", None]), "poprec.fit: items has a null at position 1 (1 nulls)"),
+    # the None is named, not the valid id before it (the former message: items[0] is 1)
+    (np.array([1, 2, None], dtype=object),
+     "poprec.fit: items must hold int64 or string ids; items[2] is None (1 values are neither)"),
+    (np.array(["a", "b", 3], dtype=object),
+     "poprec.fit: items mixes integer and string ids: items[0] is 'a', items[2] is 3"),
 ])
 def test_bad_input_is_an_error(items, message) -> None:
-    with pytest.raises(ValueError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
         poprec.fit(items)

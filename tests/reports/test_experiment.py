@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import duckrank
+from duckrank.models import xclimf
 from duckrank.reports import experiment
 from duckrank.reports.experiment import ExperimentResult, run_xclimf_experiment, synthetic_ratings
 
@@ -120,7 +122,6 @@ def test_files_of_each_format_read_alike(tmp_path: Path) -> None:
     con.close()
 
 
-@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_full_catalogue_and_errors(result: ExperimentResult) -> None:
     """candidates=None ranks every unrated item: the pyspark sample's pool is smaller than 1000,
     so it matches the sampled run; a diverging learning rate is an error, never NaN numbers;
@@ -132,7 +133,8 @@ def test_full_catalogue_and_errors(result: ExperimentResult) -> None:
     for got, expected in zip(full.table1.to_pylist(), result.table1.to_pylist(), strict=True):
         assert got == {k: pytest.approx(v, rel=1e-12) if isinstance(v, float) else v
                        for k, v in expected.items()}
-    with pytest.raises(ValueError, match=r"xCLiMF diverged at Given 5 \(objective nan"):
+    with pytest.raises(ValueError, match=r"^run_xclimf_experiment: xCLiMF at Given 5: "
+                       r"xclimf\.fit: training diverged in epoch 1 of 20: "):
         run_xclimf_experiment(_movielens(), given=(5,), epochs=20, learning_rate=1000.0)
     with pytest.raises(ValueError, match=r"given must be an integer >= 1, got 0"):
         run_xclimf_experiment(_movielens(), given=(0,))
@@ -153,8 +155,64 @@ def test_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert plot.read_bytes()[:4] == b"\x89PNG"
     args = parser.parse_args(["experiment", "xclimf", str(tmp_path / "missing.txt")])
     assert args.handler(args) == 1
-    assert "duckrank experiment xclimf: run_xclimf_experiment: ratings file" in \
+    assert "duckrank experiment xclimf: run_xclimf_experiment: the ratings file" in \
         capsys.readouterr().err
+
+
+def test_diverging_training_is_an_error_not_tables(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--learning-rate 1`` on the sample (the issue's reproduction): CLiMF (ratings >= 4)
+    diverges, its eq. 8 going from -22 to -705 in epoch 18 and to -3e108 after 100 epochs
+    (measured on one split; the epoch depends on the split): finite, so the former code printed
+    tables from it, exit status 0. Now the command fails naming the system, the Given N, the
+    model, the epoch and the option."""
+    parser = argparse.ArgumentParser(prog="duckrank")
+    experiment.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["experiment", "xclimf", str(_movielens()), "--given", "5",
+                              "--learning-rate", "1"])
+    assert args.handler(args) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert re.fullmatch(
+        r"duckrank experiment xclimf: run_xclimf_experiment: CLiMF>=4 at Given 5: climf\.fit: "
+        r"training diverged in epoch \d+ of 100: the objective \(eq\. 8\) went from -\d+\.\d+ "
+        r"before training to -\S+; lower learning_rate \(got 1\.0\); the option is "
+        r"--learning-rate\n", captured.err), captured.err
+    with pytest.raises(xclimf.DivergenceError, match=r"CLiMF>=4 at Given 5: climf\.fit: "):
+        run_xclimf_experiment(_movielens(), given=(5,), learning_rate=1.0)
+
+
+def test_a_path_is_one_file_not_a_pattern(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    """``*``, ``?`` and ``[`` are part of a file's name, as in every other command: with
+    ``ratings[1].csv`` and ``ratings1.csv`` side by side each reads its own rows (DuckDB's
+    read_csv took the first as a pattern matching the second), in each format; a pattern
+    matching another file is a missing file; ``~`` is the home folder."""
+    con = duckrank.connect()
+    mine = pa.table({"user": [1], "item": [10], "rating": [5.0]})
+    other = pa.table({"user": [2, 3], "item": [20, 30], "rating": [1.0, 2.0]})
+
+    def loaded(path: Path | str) -> list[tuple]:
+        experiment._load(con, path)
+        return con.execute(f"SELECT user, item, rating FROM {experiment._RATINGS} ORDER BY ALL"
+                           ).fetchall()
+
+    for name, twin in (("ratings[1].csv", "ratings1.csv"), ("r*.csv", "r2.csv")):
+        pa_csv.write_csv(mine, tmp_path / name)
+        pa_csv.write_csv(other, tmp_path / twin)
+        assert loaded(tmp_path / name) == [(1, 10, 5.0)], name
+        assert loaded(str(tmp_path / twin)) == [(2, 20, 1.0), (3, 30, 2.0)], twin
+    pq.write_table(mine, tmp_path / "r[1].parquet")
+    pq.write_table(other, tmp_path / "r1.parquet")
+    assert loaded(tmp_path / "r[1].parquet") == [(1, 10, 5.0)]
+    (tmp_path / "ml[1].dat").write_text("1::10::5::0\n")
+    (tmp_path / "ml1.dat").write_text("2::20::1::0\n")
+    assert loaded(tmp_path / "ml[1].dat") == [(1, 10, 5.0)]
+    with pytest.raises(ValueError, match=r"^run_xclimf_experiment: the ratings file '.*"
+                       r"ratings\?\.csv' does not exist$"):
+        experiment._load(con, tmp_path / "ratings?.csv")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert loaded("~/ratings[1].csv") == [(1, 10, 5.0)]
+    con.close()
 
 
 def test_synthetic_ratings_as_documented() -> None:
