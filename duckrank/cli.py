@@ -37,7 +37,6 @@ from duckrank._version import __version__
 from duckrank.engines import beyond_accuracy as beyond_engine
 from duckrank.engines.duckdb import connect
 from duckrank.evaluation import (
-    COMMAND_LINE,
     CONVENTIONS,
     ID_MODES,
     QRELS_ROLES,
@@ -49,9 +48,11 @@ from duckrank.evaluation import (
     evaluation,
     reader_columns,
 )
-from duckrank.files.runs import FILE_FORMATS, read_file
+from duckrank.files.runs import FILE_FORMATS, file_format, read_file
+from duckrank.files.trec import check_order
 from duckrank.matching import native
 from duckrank.metrics import METRICS
+from duckrank.render.spelling import COMMAND_LINE
 from duckrank.reports import experiment, trec_eval
 from duckrank.reports.beyond_accuracy import beyond_accuracy
 from duckrank.reports.compare import (
@@ -202,6 +203,11 @@ def _write_warnings(command: str, caught: Sequence[warnings.WarningMessage]) -> 
 
 def _evaluate(args: argparse.Namespace) -> None:
     names = _names(args)
+    if not args.glob and all(
+            (fmt if fmt != "auto" else file_format(path)) == "trec"
+            for fmt, path in ((args.run_format, args.run), (args.qrels_format, args.qrels))):
+        check_order(args.run, args.qrels, "duckrank evaluate RUN QRELS (duckrank trec_eval "
+                    "takes QRELS RUN, as trec_eval does)")
     con = _connection()
     run = _read(con, args, args.run, "run", names)
     qrels = _read(con, args, args.qrels, "qrels", names)
@@ -564,7 +570,7 @@ def _beyond(args: argparse.Namespace) -> None:
         args.run, args.metric, qrels=args.qrels, other=args.other,
         catalog_size=args.catalog_size, user_column=args.user_column,
         item_column=args.item_column, score_column=args.score_column,
-        rank_column=args.rank_column, **tables,
+        rank_column=args.rank_column, spelling=COMMAND_LINE, **tables,
     )
     write_result(list(result.columns), result.itertuples(index=False, name=None), args.format,
                  sys.stdout, args.digits)

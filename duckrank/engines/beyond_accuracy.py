@@ -23,6 +23,7 @@ import duckdb
 from duckrank.metrics.beyond_accuracy import BeyondMetric
 from duckrank.render.beyond_accuracy import RECORDS, by_name
 from duckrank.render.quoting import quote_identifier
+from duckrank.render.spelling import PYTHON, Spelling
 
 # The side tables a metric can read, by the name of its macro parameter.
 SIDE_TABLES = ("train", "catalog", "embeddings", "categories", "propensities")
@@ -97,6 +98,76 @@ class RunColumns:
     grade: str | None = None
 
 
+# The metrics that read the user column of train (the others count its rows by item).
+_TRAIN_USERS = frozenset({"self_information"})
+# The side tables' own columns, named by a metric option: (table, option).
+_OPTION_COLUMNS = (("embeddings", "vector_col"), ("categories", "category_col"),
+                   ("propensities", "propensity_col"))
+
+
+def _missing_column(columns: Sequence[str], name: str, exact: bool) -> bool:
+    if exact:
+        return name not in columns
+    return name.lower() not in {c.lower() for c in columns}
+
+
+def check_columns(
+    requests: Sequence[Request], run: duckdb.DuckDBPyRelation,
+    qrels: duckdb.DuckDBPyRelation | None, other: duckdb.DuckDBPyRelation | None,
+    tables: Mapping[str, duckdb.DuckDBPyRelation], columns: RunColumns,
+    spelling: Spelling | None = None,
+) -> None:
+    """Raise naming the input, the column and the option that names it when an input lacks a
+    column the requests read (DuckDB's own message is a Binder Error about an alias or an empty
+    COLUMNS(...) in a macro's text). The run, other run and qrels are read by quoted identifiers
+    (matched case-insensitively); the side tables by the macros' ``COLUMNS(lambda c: c = ...)``,
+    which matches the name exactly."""
+    spelling = spelling or PYTHON
+    order = ("rank", columns.rank, "rank_column") if columns.rank else ("score", columns.score,
+                                                                         "score_column")
+    ids = [("user", columns.user, "user_column"), ("item", columns.item, "item_column")]
+    inputs: list[tuple[str, duckdb.DuckDBPyRelation, list[tuple[str, str, str]], bool]] = [
+        ("the run", run, [*ids, order], False)]
+    if other is not None:
+        inputs.append((f"the other run ({spelling.argument('other')})", other, [*ids, order],
+                       False))
+    if qrels is not None:
+        grade = [("grade", columns.grade, "grade_column")] if columns.grade else []
+        inputs.append((f"the qrels ({spelling.argument('qrels')})", qrels, [*ids, *grade],
+                       False))
+    for name, table in tables.items():
+        wanted = [p.name for r in requests for p in r.metric.parameters]
+        if name not in wanted:
+            continue
+        needed = [("item", columns.item, "item_column")]
+        if name == "train" and any(r.metric.name in _TRAIN_USERS for r in requests):
+            # Renamed to "user" when the table has the run's user column (beyond_values).
+            needed.append(("user", columns.user, "user_column"))
+        for r in requests:
+            for table_name, option in _OPTION_COLUMNS:
+                parameter = next((p for p in r.metric.parameters if p.name == option), None)
+                if table_name == name and parameter is not None:
+                    column = str(r.options.get(option, parameter.default.strip("'")))
+                    needed.append((option.removesuffix("_col"), column,
+                                   f"the option {option} of {r.metric.name} "
+                                   f"({r.metric.name}({option}=NAME)@{r.k})"))
+        inputs.append((f"the {name} table ({spelling.argument(name)})", table, needed, True))
+    for what, relation, needed, exact in inputs:
+        present = relation.columns
+        for role, column, option in needed:
+            if role == "user" and exact and "user" in present:
+                continue
+            if not _missing_column(present, column, exact):
+                continue
+            named = option if option.startswith("the option") else spelling.argument(option)
+            case = (" (names are matched exactly, case included)"
+                    if exact and not _missing_column(present, column, False) else "")
+            raise ValueError(
+                f"{what} has no {role} column {column!r}{case}; its columns are: "
+                f"{', '.join(present)}; name the {role} column with {named}"
+            )
+
+
 def _lists_sql(run: str, qrels: str | None, c: RunColumns) -> str:
     """One row per user of the run: user, rec (ranked with to_ordered_list: every tied item
     kept, ties broken as in the evaluation) and truth (the user's qrels items; NULL without
@@ -169,16 +240,19 @@ def beyond_values(
     tables: Mapping[str, duckdb.DuckDBPyRelation] | None = None,
     catalog_size: int | None = None,
     columns: RunColumns = RunColumns(),
+    spelling: Spelling | None = None,
 ) -> dict[str, Any]:
     """The requested metrics of ``run`` (relations of ``con``, which has duckrank registered):
     ``users`` (the users with a list) and one value per request, named as written. ``tables``:
     side tables by name (``SIDE_TABLES``), in the columns the macros read, a user column named
-    as the run's."""
+    as the run's. ``spelling``: how errors name the caller's arguments (``duckrank.evaluation``'s
+    ``PYTHON``, the default, or ``COMMAND_LINE``)."""
     parsed = [parse_request(text) for text in requests]
     unknown = set(tables or {}) - set(SIDE_TABLES)
     if unknown:
         raise ValueError(f"unknown side table {sorted(unknown)[0]!r}; the side tables are: "
                          f"{', '.join(SIDE_TABLES)}")
+    check_columns(parsed, run, qrels, other, tables or {}, columns, spelling)
     views: list[str] = []
 
     def view(relation: duckdb.DuckDBPyRelation) -> str:

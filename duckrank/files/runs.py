@@ -99,7 +99,7 @@ def check_numbers(
         )
 
 
-def _literal(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[str]:
+def literal_patterns(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[str]:
     """The files as patterns of DuckDB's readers that match each file only (see LITERAL_PATH)."""
     rows = con.execute(f"SELECT {LITERAL_PATH} FROM unnest($files) AS t(path)",
                        {"files": files}).fetchall()
@@ -117,8 +117,8 @@ def _first_non_number(
     counted = duckdb.FunctionExpression("count", duckdb.ColumnExpression(column))
     try:
         con.read_csv(
-            _literal(con, [csv_file]), dtype={**dtype, column: "DOUBLE"}, store_rejects=True,
-            rejects_table=rejects, rejects_scan=scans,
+            literal_patterns(con, [csv_file]), dtype={**dtype, column: "DOUBLE"},
+            store_rejects=True, rejects_table=rejects, rejects_scan=scans,
         ).aggregate([counted]).fetchall()
         rows = con.execute(
             f"SELECT e.line, e.byte_position - e.line_byte_position, e.csv_line, s.delimiter, "
@@ -146,7 +146,7 @@ def _read_csv(
     """CSV/TSV files (exact names) with the query and item columns as VARCHAR: ids are labels
     (``007`` stays ``007``) and then match the ids of TREC files. A score or grade column that
     DuckDB's sniffer reads as text is an error naming the file, the line and the value."""
-    literal = _literal(con, files)
+    literal = literal_patterns(con, files)
     sniffed = con.read_csv(literal)
     ids = [columns.query] if columns.query else list(QUERY_COLUMNS)
     ids.append(columns.item)
@@ -188,6 +188,6 @@ def read_file(
         return trec.read_files(con, files, kind)
     if fmt == "csv":
         return _read_csv(con, files, kind, columns)
-    relation = con.read_parquet(_literal(con, files))
+    relation = con.read_parquet(literal_patterns(con, files))
     check_numbers(relation, kind, columns, shown)
     return relation

@@ -1,14 +1,31 @@
 """TREC run and qrels files read from Python, as DuckDB relations (through the table macros of
-``duckrank.render.trec``, which say how the files are read), and the files a path names."""
+``duckrank.render.trec``, which say how the files are read), and the files a path names.
+
+A path is read as trec_eval reads it: any file that can be opened, also a pipe (``duckrank
+trec_eval qrels <(zcat run.gz)``, ``/dev/stdin``, a FIFO), whose content is copied once to a
+private temporary file (DuckDB's readers open a path by name, and a pipe can be read only once);
+and a file that is not UTF-8 (trec_eval compares ids as bytes) is read as Latin-1."""
 
 from __future__ import annotations
 
+import atexit
+import codecs
+import gzip
 import os
+import shutil
+import stat
+import tempfile
 from pathlib import Path
 
 import duckdb
 
 from duckrank.engines.duckdb import connect
+
+# What read_trec_run / read_trec_qrels take as ``encoding``: UTF-8, or Latin-1 (every byte one
+# character) for a file that is not UTF-8.
+UTF8, LATIN1 = "utf-8", "latin-1"
+_BLOCK = 1 << 24
+_copies: list[str] = []
 
 
 class MissingFileError(FileNotFoundError, ValueError):
@@ -30,21 +47,96 @@ def file_paths(
         if not files:
             raise MissingFileError(f"the {kind} pattern {str(path)!r} matches no file")
         return files
-    if not Path(name).is_file():
-        problem = "is a folder, not a file" if Path(name).is_dir() else "does not exist"
-        raise MissingFileError(f"the {kind} file {str(path)!r} {problem}")
-    return [name]
+    if Path(name).is_dir():
+        raise MissingFileError(f"the {kind} file {str(path)!r} is a folder, not a file")
+    try:
+        mode = os.stat(name).st_mode
+    except FileNotFoundError:
+        raise MissingFileError(f"the {kind} file {str(path)!r} does not exist") from None
+    return [name if stat.S_ISREG(mode) else _copied(name)]
+
+
+def _copied(name: str) -> str:
+    """The content of the file ``name`` that is not a regular file (a pipe, ``/dev/stdin``, a
+    FIFO) in a private temporary file, removed when Python exits: DuckDB's readers reopen a
+    path (and the evaluation scans a file more than once), while a pipe gives its content once.
+    The copy keeps the last part of the name, which errors then show."""
+    if not _copies:
+        atexit.register(lambda: [shutil.rmtree(folder, ignore_errors=True) for folder in _copies])
+    folder = tempfile.mkdtemp(prefix="duckrank-input-")  # readable by its owner only
+    _copies.append(folder)
+    copy = os.path.join(folder, os.path.basename(name) or "input")
+    with open(name, "rb") as source, open(copy, "wb") as target:
+        shutil.copyfileobj(source, target, _BLOCK)
+    return copy
+
+
+def encoding(path: str) -> str:
+    """``UTF8`` when the file ``path`` is UTF-8 (every ASCII file is), else ``LATIN1``: trec_eval
+    reads bytes, so a Latin-1 docid is an id like any other, while DuckDB's reader refuses it
+    (a dump of its CSV settings). Checked in Python, block by block: 0.1 s per GB. A ``.gz``
+    file is checked decompressed; other compressed files are taken as UTF-8."""
+    opener = gzip.open if path.lower().endswith(".gz") else open
+    decoder = codecs.getincrementaldecoder(UTF8)()
+    try:
+        with opener(path, "rb") as file:
+            while block := file.read(_BLOCK):
+                decoder.decode(block)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return LATIN1
+    return UTF8
+
+
+def _first_fields(path: str) -> int | None:
+    """The number of fields of the first line of the file ``path`` that is not blank or a
+    comment (split as trec_eval splits, on C's isspace); None when it has none in its first
+    MiB, or is not a regular file (a pipe can be read only once: ``file_paths`` copies it)."""
+    if not os.path.isfile(path):
+        return None
+    opener = gzip.open if path.lower().endswith(".gz") else open
+    seen = 0
+    with opener(path, "rb") as file:
+        for line in file:
+            seen += len(line)
+            fields = line.split()
+            if fields and not fields[0].startswith(b"#"):
+                return len(fields)
+            if seen > 1 << 20:
+                break
+    return None
+
+
+def check_order(run: str | Path, qrels: str | Path, usage: str) -> None:
+    """Raise when the two files look swapped: the one given as the run has qrels lines (4
+    fields) and the one given as qrels run lines (6 or more), each by its first line. Said
+    before either is read: otherwise the reader stops at that line with a message on its field
+    count that does not say the files are swapped. ``usage``: the command's order of its
+    arguments (``duckrank trec_eval QRELS RUN``, trec_eval's; ``duckrank evaluate RUN QRELS``)."""
+    run_name, qrels_name = (os.path.expanduser(str(p)) for p in (run, qrels))
+    fields = (_first_fields(qrels_name) or 0) if _first_fields(run_name) == 4 else 0
+    if fields >= 6:
+        raise ValueError(
+            f"the run and qrels files look swapped: {str(run)!r}, given as RUN, has lines of 4 "
+            f"fields, as qrels have (qid iteration docid grade), and {str(qrels)!r}, given as "
+            f"QRELS, lines of {fields}, as a run has (qid Q0 docid rank score tag); the order is "
+            f"{usage}"
+        )
 
 
 def read_files(
     con: duckdb.DuckDBPyConnection, files: list[str], kind: str
 ) -> duckdb.DuckDBPyRelation:
     """TREC files (exact names, see ``file_paths``) as one relation: a run (``kind='run'``) or
-    qrels. One macro call per file, so that the line numbers of errors count from its start."""
+    qrels. One macro call per file, so that the line numbers of errors count from its start;
+    each file in its ``encoding``."""
     macro = "read_trec_run" if kind == "run" else "read_trec_qrels"
-    # The paths are query parameters, never SQL text.
-    sql = " UNION ALL ".join(f"SELECT * FROM {macro}($p{i})" for i in range(len(files)))
-    return con.sql(sql, params={f"p{i}": name for i, name in enumerate(files)})
+    # The paths and encodings are query parameters, never SQL text.
+    sql = " UNION ALL ".join(f"SELECT * FROM {macro}($p{i}, file_encoding := $e{i})"
+                             for i in range(len(files)))
+    params = {f"p{i}": name for i, name in enumerate(files)}
+    params.update({f"e{i}": encoding(name) for i, name in enumerate(files)})
+    return con.sql(sql, params=params)
 
 
 def _read(

@@ -140,12 +140,27 @@ EXPOSURE = (
     "FROM duckrank_top_items(fn, recs, k, user_col, rec_col) WHERE item IS NOT NULL GROUP BY item"
 )
 
+def quoted_identifier_sql(parameter: str) -> str:
+    """SQL text giving the value of a macro parameter as a quoted identifier, for a query()
+    string: a column name, never SQL."""
+    return f"'\"' || replace({parameter}, '\"', '\"\"') || '\"'"
+
+
+def named_table_sql(parameter: str) -> str:
+    """SQL text giving ``query_table('<value>')`` for a query() string: the table named by a
+    macro parameter, as a string literal (quotes doubled) that query_table reads as a name ('my
+    table', 's.t', '"a.b"'), never as SQL. Spliced in as it is, a value bound as a query
+    parameter ran as SQL (a subquery read a file), and a name that needs quoting failed. query()
+    is there only because query_table(NULL) does not bind: the caller reads the table when the
+    parameter is not NULL."""
+    return f"'query_table(''' || replace({parameter}, '''', '''''') || ''')'"
+
+
 # The catalogue's items (column c): the item_col values of the table named by catalog, none
-# when it is NULL. query() reads the table only when it is named (query_table(NULL) does not
-# bind).
+# when it is NULL.
 _CATALOG_ITEMS = (
-    "query(CASE WHEN catalog IS NULL THEN 'SELECT NULL AS c LIMIT 0' ELSE 'SELECT \"' || "
-    "replace(item_col, '\"', '\"\"') || '\" AS c FROM ' || catalog END)"
+    "query(CASE WHEN catalog IS NULL THEN 'SELECT NULL AS c LIMIT 0' ELSE 'SELECT ' || "
+    f"{quoted_identifier_sql('item_col')} || ' AS c FROM ' || {named_table_sql('catalog')} END)"
 )
 
 # The catalogue size: given as a number, or the distinct non-NULL items of a table's column.
@@ -435,7 +450,8 @@ EXPOSURE_GINI = BeyondMetric(
     "e AS (SELECT n, row_number() OVER (ORDER BY n) AS r, count(*) OVER () AS d, "
     f"{_catalog_size('exposure_gini')} AS size FROM x)\n"
     "SELECT CASE WHEN (SELECT item FROM outside) IS NOT NULL THEN error('exposure_gini: item ' "
-    "|| (SELECT item FROM outside) || ' was recommended but is not in catalog ' || catalog) "
+    "|| (SELECT item FROM outside) || ' was recommended but is not in the catalog table "
+    "(catalog)') "
     "WHEN max(d) > max(size) THEN error('exposure_gini: ' || max(d) || ' distinct "
     "items were recommended, more than the catalogue size ' || max(size)::BIGINT) "
     "ELSE sum((2 * (size - d + r) - size - 1) * n) / (max(size) * sum(n)) END AS exposure_gini "

@@ -54,6 +54,8 @@ from duckrank.metrics.beyond_accuracy import (
     _column,
     _k,
     _one_row_per_item,
+    named_table_sql,
+    quoted_identifier_sql,
 )
 
 DEFAULT_GAMMA = 0.0
@@ -104,22 +106,19 @@ def ips_kernel(metric: str, recs: Lists, truths: Lists, k: int,
 # --- SQL ------------------------------------------------------------------------------------
 
 
-def _quoted(parameter: str) -> str:
-    """SQL text that quotes the column named by a macro parameter, for a query() string."""
-    return f"'\"' || replace({parameter}, '\"', '\"\"') || '\"'"
-
-
 def _source(fn: str) -> str:
     """(item, p) from the table named by ``propensities`` or estimated from ``train``; query()
-    reads a table only when it is named (query_table(NULL) does not bind)."""
+    reads a table only when it is named (``named_table_sql``)."""
     given = (
         "query(CASE WHEN propensities IS NULL THEN 'SELECT NULL AS item, NULL::DOUBLE AS p "
-        f"LIMIT 0' ELSE 'SELECT ' || {_quoted('item_col')} || ' AS item, ' || "
-        f"{_quoted('propensity_col')} || '::DOUBLE AS p FROM ' || propensities END)"
+        f"LIMIT 0' ELSE 'SELECT ' || {quoted_identifier_sql('item_col')} || ' AS item, ' || "
+        f"{quoted_identifier_sql('propensity_col')} || '::DOUBLE AS p FROM ' || "
+        f"{named_table_sql('propensities')} END)"
     )
     logged = (
         "query(CASE WHEN train IS NULL THEN 'SELECT NULL AS item LIMIT 0' ELSE 'SELECT ' || "
-        f"{_quoted('item_col')} || ' AS item FROM ' || train END)"
+        f"{quoted_identifier_sql('item_col')} || ' AS item FROM ' || {named_table_sql('train')} "
+        "END)"
     )
     checked_given = _one_row_per_item(fn, "propensities", f"SELECT item, p FROM {given}")
     return (
@@ -163,9 +162,13 @@ def _ips_sql(fn: str, value: str) -> str:
         f"WHERE coalesce({_options_check(fn)}, true)))),\n"
         "w AS (SELECT t.\"user\", t.item, coalesce(list_position(t.top, t.item), 0) AS pos, "
         "CASE WHEN t.item IS NULL THEN NULL WHEN greatest(coalesce(p.p, 0), min_propensity) = 0 "
+        # The argument, not its value: called from Python or the command line, the value is a
+        # view made for the call (duckrank_beyond_<uuid>), which names nothing the user gave.
         f"THEN error('{fn}: item ' || t.item::VARCHAR || ' of the truth of user ' || "
-        "t.\"user\"::VARCHAR || ' has no propensity (not in ' || coalesce(propensities, train) "
-        "|| '); give min_propensity to weigh such items') "
+        "t.\"user\"::VARCHAR || ' has no propensity: it is not in ' || CASE WHEN propensities "
+        "IS NULL THEN 'train (the training interactions the propensities are estimated from)' "
+        "ELSE 'propensities (the table of propensities)' END || '; give min_propensity to weigh "
+        "such items') "
         "ELSE 1 / greatest(coalesce(p.p, 0), min_propensity) END AS w "
         "FROM t LEFT JOIN p ON t.item = p.item),\n"
         "a AS (SELECT \"user\", count(item)::DOUBLE AS n, sum(w) AS sw, "

@@ -1,4 +1,5 @@
-"""The TREC table macros as SQL text: ``read_trec_run(path)`` and ``read_trec_qrels(path)``.
+"""The TREC table macros as SQL text: ``read_trec_run(path, file_encoding := 'utf-8')`` and
+``read_trec_qrels(path, file_encoding := 'utf-8')``.
 
 * A run file has one line per retrieved document: ``qid Q0 docid rank score tag``.
 * A qrels file has one line per judgment: ``qid iteration docid grade``.
@@ -28,7 +29,10 @@ ALL one call per file. The macros are pure SQL (they are in sql/duckrank.sql too
 * ``read_trec_run(path)``: ``query, q0, item, rank, score, tag`` (rank BIGINT, score DOUBLE).
 * ``read_trec_qrels(path)``: ``query, iteration, item, grade`` (grade BIGINT).
 
-Every id is read as VARCHAR, as trec_eval compares them as strings. Like trec_eval, duckrank ranks a
+Every id is read as VARCHAR, as trec_eval compares them as strings. trec_eval reads bytes: a file
+that is not UTF-8 (a Latin-1 docid) is read with ``file_encoding := 'latin-1'``, each byte one
+character, so that equal bytes are equal ids (``duckrank.files.trec`` picks it for such files);
+DuckDB's readers refuse a byte that is not UTF-8 otherwise. Like trec_eval, duckrank ranks a
 run by its score and ignores the rank column (``duckrank.evaluate`` breaks ties in score by docid,
 descending, which is also trec_eval's order). ``duckrank.files.trec`` reads the files from Python.
 """
@@ -57,7 +61,7 @@ _LINES = (
     f"read_csv({LITERAL_PATH}, columns = {{'line': 'VARCHAR'}}, delim = chr(1114111), "
     "quote = '', escape = '', header = false, auto_detect = false, new_line = '\\r\\n', "
     f"strict_mode = false, parallel = false, max_line_size = {_LINE_BYTES}, "
-    f"buffer_size = {_LINE_BYTES}) "
+    f"buffer_size = {_LINE_BYTES}, encoding = file_encoding) "
     "WITH ORDINALITY"
 )
 _FIELDS = f"string_split_regex(regexp_replace(line, '^{_SPACE}|{_SPACE}$', '', 'g'), '{_SPACE}')"
@@ -123,7 +127,7 @@ def _table_macro(fn: str, layout: str, columns: list[tuple[str, int, str]], extr
     has_nul = fail("'a NUL byte (shown as \\0)'")
     bad_count = fail(f"'expected {expected} fields ({layout}), got ' || len(f)")
     return (
-        f"CREATE OR REPLACE MACRO {fn}(path) AS TABLE\n"
+        f"CREATE OR REPLACE MACRO {fn}(path, file_encoding := 'utf-8') AS TABLE\n"
         f"SELECT {', '.join(selected)}\n"
         f"FROM (SELECT line, line_number, {_FAST_FIELDS} AS f FROM (\n"
         f"  SELECT line, ordinality AS line_number, string_split(line, ' ') AS spaces "

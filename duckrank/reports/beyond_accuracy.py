@@ -12,6 +12,7 @@ import duckdb
 
 from duckrank.engines.beyond_accuracy import RunColumns, beyond_values
 from duckrank.evaluation import as_relation, side_relation
+from duckrank.render.spelling import PYTHON, Spelling
 
 if TYPE_CHECKING:
     import pandas
@@ -35,6 +36,7 @@ def beyond_accuracy(
     rank_column: str | None = None,
     grade_column: str | None = None,
     connection: duckdb.DuckDBPyConnection | None = None,
+    spelling: Spelling = PYTHON,
 ) -> pandas.DataFrame:
     """Beyond-accuracy metrics of a run, as a one-row pandas DataFrame: ``users`` (the users with
     a list) and one column per request (``catalog_coverage@10``, ``rbo(p=0.8)@10``, ...; see
@@ -50,7 +52,8 @@ def beyond_accuracy(
     (item) or ``catalog_size``, ``embeddings`` (item, embedding), ``categories`` (item,
     category), ``propensities`` (item, propensity; without it the ``ips_*`` metrics estimate
     them from ``train``). Each may be a Parquet or CSV path, a DuckDB relation of
-    ``connection``, or a pandas / polars / Arrow table.
+    ``connection``, or a pandas / polars / Arrow table. ``spelling``: how errors name the
+    arguments (``duckrank beyond`` passes ``duckrank.evaluation.COMMAND_LINE``: its flags).
     """
     import pandas
 
@@ -72,9 +75,9 @@ def beyond_accuracy(
                 registered),
             other=None if other is None else as_relation(con, other, "run", roles, registered),
             tables={name: side_relation(con, table, name, (user_column, item_column),
-                                        registered)
+                                        registered, spelling)
                     for name, table in side.items() if table is not None},
-            catalog_size=catalog_size, columns=columns,
+            catalog_size=catalog_size, columns=columns, spelling=spelling,
         )
         return pandas.DataFrame([values])
     finally:

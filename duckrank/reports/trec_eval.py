@@ -47,7 +47,7 @@ import duckdb
 
 from duckrank.engines.duckdb import connect
 from duckrank.evaluation import float_score_sql
-from duckrank.files.trec import file_paths
+from duckrank.files.trec import LATIN1, UTF8, check_order, encoding, file_paths
 from duckrank.metrics import METRICS
 from duckrank.metrics.graded import option_errors_sql
 from duckrank.metrics.record import Metric, bounded_option_errors_sql
@@ -516,7 +516,20 @@ def _check_options(options: Options) -> None:
                          "trec_eval counts documents absent from the qrels as relevant)")
 
 
-def run_tag(path: str) -> str:
+def _encoding(qrels: str, run: str) -> str:
+    """Both files' encoding: Latin-1 when either is not UTF-8. trec_eval compares ids as bytes;
+    read as Latin-1 (each byte one character) both files' ids are equal when their bytes are
+    (a UTF-8 file read as UTF-8 and a Latin-1 one as Latin-1 would make 'caf\\xc3\\xa9' equal
+    to 'caf\\xe9'), and the lines are written back as the same bytes (``output_bytes``)."""
+    return UTF8 if encoding(qrels) == encoding(run) == UTF8 else LATIN1
+
+
+def output_bytes(line: str, file_encoding: str) -> bytes:
+    """A printed line as trec_eval prints it: the ids' bytes as the files hold them."""
+    return line.encode(file_encoding)
+
+
+def run_tag(path: str, file_encoding: str = UTF8) -> str:
     """The tag (6th field) of the run file's last line that is not blank or a comment: what
     trec_eval prints as runid. The file is read backwards from its end, in blocks."""
     with open(path, "rb") as file:
@@ -532,7 +545,8 @@ def run_tag(path: str) -> str:
             for line in reversed(complete):
                 fields = line.split()
                 if fields and not fields[0].startswith(b"#"):
-                    return fields[5].decode("utf-8", "replace") if len(fields) > 5 else ""
+                    return (fields[5].decode(file_encoding, "replace") if len(fields) > 5
+                            else "")
             if start == 0:
                 return ""
 
@@ -603,12 +617,12 @@ def _per_query_sql(values: Sequence[Value], options: Options) -> str:
     return f"""
 WITH ranked AS (
   SELECT query, to_ordered_list(item, {float_score_sql('score')}, '-reverse'){cut} AS {REC}
-  FROM read_trec_run($run) GROUP BY query
+  FROM read_trec_run($run, file_encoding := $encoding) GROUP BY query
 ),
 judged AS (
   SELECT query,{built}
          coalesce(list(item) FILTER (WHERE grade >= $level), []::VARCHAR[]) AS {REL}
-  FROM read_trec_qrels($qrels) GROUP BY query
+  FROM read_trec_qrels($qrels, file_encoding := $encoding) GROUP BY query
 ),
 lists AS (
   SELECT query, {REC} IS NOT NULL AS duckrank_ranked,
@@ -620,28 +634,43 @@ SELECT query, len({REC}) > {_distinct(REC)} AS duckrank_duplicate,
 FROM {lists}"""
 
 
-def _check_duplicates(con: duckdb.DuckDBPyConnection, table: str,
-                      params: dict[str, Any], options: Options) -> None:
-    """trec_eval's errors for a document twice in one query's judgments or ranking."""
+def _check_judged_once(con: duckdb.DuckDBPyConnection, params: dict[str, Any],
+                       shown: str) -> None:
+    """trec_eval's error for a document twice in one query's judgments (``shown``: the qrels
+    path as given). Checked before the measures are computed: the MAP of a query's judgments
+    that the graded measures read would fail first, with DuckDB's bare "Map keys must be
+    unique" naming no file, query or document."""
     # A second pass over the qrels: a flag carried by the query (a window over every query of
     # the qrels, also those the run lacks) took 40% more memory at 10,000,000 run lines.
     found = con.execute(
-        "SELECT query, item FROM read_trec_qrels($qrels) GROUP BY ALL HAVING count(*) > 1 "
-        "ORDER BY ALL LIMIT 1", {"qrels": params["qrels"]}).fetchall()
+        "SELECT query, item, count(*) FROM read_trec_qrels($qrels, file_encoding := $encoding) "
+        "GROUP BY query, item HAVING count(*) > 1 ORDER BY query, item LIMIT 1",
+        {"qrels": params["qrels"], "encoding": params["encoding"]}
+    ).fetchall()
     if found:
-        raise ValueError(f"the qrels judge document {found[0][1]!r} twice for query "
-                         f"{found[0][0]!r} (trec_eval: duplicate docs)")
+        query, item, times = found[0]
+        count = "twice" if times == 2 else f"{times} times"
+        raise ValueError(f"the qrels file {shown!r} judges document {item!r} {count} for query "
+                         f"{query!r} (trec_eval: duplicate docs); keep one judgment")
+
+
+def _check_ranked_once(con: duckdb.DuckDBPyConnection, table: str,
+                       params: dict[str, Any], options: Options, shown: str) -> None:
+    """trec_eval's error for a document twice in one query's ranking (``shown``: the run path
+    as given)."""
     queries = con.execute(f"SELECT query FROM {table} WHERE duckrank_duplicate ORDER BY query "
                           "LIMIT 1").fetchall()
     if queries:
         where = f" among its first {options.max_docs}" if options.max_docs is not None else ""
         item = con.execute(
-            "SELECT item FROM read_trec_run($run) WHERE query = $query GROUP BY item "
+            "SELECT item FROM read_trec_run($run, file_encoding := $encoding) WHERE query = $query "
+            "GROUP BY item "
             "HAVING count(*) > 1 ORDER BY item LIMIT 1",
-            {"run": params["run"], "query": queries[0][0]}).fetchall()
+            {"run": params["run"], "encoding": params["encoding"], "query": queries[0][0]}
+        ).fetchall()
         doc = f"document {item[0][0]!r}" if item else "a document"
-        raise ValueError(f"the run ranks {doc} twice for query {queries[0][0]!r}{where} "
-                         "(trec_eval: duplicate docs)")
+        raise ValueError(f"the run file {shown!r} ranks {doc} twice for query "
+                         f"{queries[0][0]!r}{where} (trec_eval: duplicate docs)")
 
 
 _FORMATS = {
@@ -707,9 +736,10 @@ Row = tuple[str, str, float | int | str]
 
 @contextmanager
 def _evaluation(qrels: str | Path, run: str | Path, measures: Sequence[str], options: Options,
-                connection: duckdb.DuckDBPyConnection | None) -> Iterator[duckdb.DuckDBPyRelation]:
-    """The output relation (see ``_output_sql``), valid inside the ``with`` block; every check
-    runs before it is returned."""
+                connection: duckdb.DuckDBPyConnection | None
+                ) -> Iterator[tuple[duckdb.DuckDBPyRelation, str]]:
+    """The output relation (see ``_output_sql``), valid inside the ``with`` block, and the
+    files' encoding (``_encoding``); every check runs before it is returned."""
     _check_options(options)
     values = requested_values(measures)
     check_available(values)
@@ -719,16 +749,21 @@ def _evaluation(qrels: str | Path, run: str | Path, measures: Sequence[str], opt
     try:
         qrels_file = file_paths(con, qrels, "qrels")[0]
         run_file = file_paths(con, run, "run")[0]
-        params = {"run": run_file, "qrels": qrels_file, "level": options.level}
+        check_order(run_file, qrels_file, "duckrank trec_eval QRELS RUN, as trec_eval's "
+                    "(duckrank evaluate takes RUN QRELS)")
+        params = {"run": run_file, "qrels": qrels_file, "level": options.level,
+                  "encoding": _encoding(qrels_file, run_file)}
+        _check_judged_once(con, params, str(qrels))
         for statement in formulas.values():
             con.execute(statement)
         con.execute(f"CREATE TEMP TABLE {table} AS {_per_query_sql(values, options)}", params)
-        _check_duplicates(con, table, params, options)
+        _check_ranked_once(con, table, params, options, str(run))
         if con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == 0:
             raise ValueError("no query is in both the qrels and the run (trec_eval: No queries "
                              "with both results and relevance info)")
         sql = _output_sql(table, values, options)
-        yield con.sql(sql, params={"runid": run_tag(run_file)} if "$runid" in sql else None)
+        tag = {"runid": run_tag(run_file, params["encoding"])}
+        yield con.sql(sql, params=tag if "$runid" in sql else None), params["encoding"]
     finally:
         con.execute(f"DROP TABLE IF EXISTS {table}")
         for name in formulas:
@@ -755,7 +790,7 @@ def trec_eval(
     ``-m`` takes them (``requested_values``); none: trec_eval's ``official`` set."""
     options = Options(per_query, complete, summary, max_docs, level)
     rows: list[Row] = []
-    with _evaluation(qrels, run, measures, options, connection) as relation:
+    with _evaluation(qrels, run, measures, options, connection) as (relation, _):
         kinds = {v.name: v.measure.value for v in requested_values(measures)}
         for measure, query, number, text, _ in relation.fetchall():
             if text is not None or kinds[measure] == "string":
@@ -781,7 +816,7 @@ def trec_eval_lines(
 ) -> list[str]:
     """The lines ``trec_eval`` prints (without their newlines); arguments as ``trec_eval``."""
     options = Options(per_query, complete, summary, max_docs, level)
-    with _evaluation(qrels, run, measures, options, connection) as relation:
+    with _evaluation(qrels, run, measures, options, connection) as (relation, _):
         return [line for *_, line in relation.fetchall()]
 
 
@@ -830,9 +865,14 @@ def run(args: argparse.Namespace) -> int:
         con = connect(functions=needed_functions(values))
         # trec_eval's output only: no progress bar drawn among the lines on a terminal.
         con.execute("SET enable_progress_bar = false")
-        with _evaluation(args.qrels, args.run, args.measures, options, con) as relation:
+        with _evaluation(args.qrels, args.run, args.measures, options, con) as (relation,
+                                                                                file_encoding):
             for *_, line in relation.iter_rows(batch_size=10_000):
-                sys.stdout.write(line + "\n")
+                if file_encoding == UTF8:
+                    sys.stdout.write(line + "\n")
+                else:
+                    sys.stdout.flush()
+                    sys.stdout.buffer.write(output_bytes(line + "\n", file_encoding))
     except (ValueError, duckdb.Error) as error:
         sys.stderr.write(f"duckrank trec_eval: {error}\n")
         return 1

@@ -217,7 +217,7 @@ def test_hand_popularity_propensities() -> None:
      "ips_recall: min_propensity must be a number in [0, 1], got 2"),
     # Items 28 and 29 are relevant for some user but never in train.
     ("FROM ips_recall('recs', 3, train := 'train')", "re:ips_recall: item 2[89] of the truth of "
-     "user [0-9]+ has no propensity \\(not in train\\); give min_propensity"),
+     "user [0-9]+ has no propensity: it is not in train \\(the training interactions"),
 ])
 def test_errors_name_function_argument_and_value(con: duckdb.DuckDBPyConnection, query: str,
                                                  message: str) -> None:

@@ -293,11 +293,15 @@ def test_bad_requests_name_the_flag(tmp_path: Path, capsys, argv: list[str],
 
 
 @pytest.mark.parametrize(("qrels_lines", "run_lines", "message"), [
-    (["1 0 a 1"], ["1 Q0 a 1 2 t", "1 Q0 a 2 1 t"], "the run ranks document 'a' twice for query"),
-    (["1 0 a 1", "1 0 a 1"], ["1 Q0 a 1 2 t"], "judge document 'a' twice for query '1'"),
+    (["1 0 a 1"], ["1 Q0 a 1 2 t", "1 Q0 a 2 1 t"],
+     "the run file '.*r' ranks document 'a' twice for query"),
+    (["1 0 a 1", "1 0 a 1"], ["1 Q0 a 1 2 t"],
+     "the qrels file '.*q' judges document 'a' twice for query '1'"),
     # trec_eval reads every judgment (also of a query the run lacks) before it evaluates.
-    (["1 0 a 1", "2 0 b 1", "2 0 b 0"], ["1 Q0 a 1 2 t"], "judge document 'b' twice for query '2'"),
-    (["1 0 a 1", "1 0 a 1"], ["2 Q0 a 1 2 t"], "judge document 'a' twice for query '1'"),
+    (["1 0 a 1", "2 0 b 1", "2 0 b 0"], ["1 Q0 a 1 2 t"],
+     "judges document 'b' twice for query '2'"),
+    (["1 0 a 1", "1 0 a 1"], ["2 Q0 a 1 2 t"],
+     "the qrels file '.*q' judges document 'a' twice for query '1'"),
     (["1 0 a 1"], ["2 Q0 a 1 2 t"], "no query is in both"),
 ])
 def test_trec_eval_input_errors(tmp_path: Path, con, qrels_lines: list[str],
