@@ -25,7 +25,7 @@ Extras: ranx and pytrec-eval-terrier (100,000 users, where installed), to_ordere
 and 10,000,000 users straight from Parquet, and that of ``duckrank evaluate`` on long-format
 Parquet at 1,000,000 and 10,000,000 users (benchmarks/bench_long_memory.py). The sections of
 ``OWN_SCRIPTS`` (edrc, the statistical tests, comparison reports, ``duckrank trec_eval``, the
-beyond-accuracy metrics, the protocol, the models, Spark, long tables) run their own
+beyond-accuracy metrics, the protocol, the models, Spark, long tables, the tie order) run their own
 ``benchmarks/bench_<section>.py`` in a fresh process, each against the peers it names.
 
 Every row prints as it finishes; ``--json`` keeps them all. The machine is shared: compare the
@@ -306,6 +306,8 @@ OWN_SCRIPTS = {
              "1,000,000 and 10,000,000 users", []),
     "option_cost": ("300,000 users x top 100 BIGINT, k = 10: the options' defaults vs the "
                     "macros before them", []),
+    "tie_order": ("evaluate on 40,000 users x 100 BIGINT ids: ties by the id's text vs by its "
+                  "value, native top-K, SQL top-K and whole list", []),
 }
 SECTIONS = (
     "main", "peers", "ordered_list", "streaming", "long_memory", *OWN_SCRIPTS

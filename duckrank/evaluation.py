@@ -52,15 +52,25 @@ from duckrank.engines.beyond_accuracy import (
     beyond_values,
     parse_request,
 )
-from duckrank.files.runs import QUERY_COLUMNS, Columns, file_format, is_number_type, read_file
+from duckrank.files.runs import (
+    QUERY_COLUMNS,
+    Columns,
+    file_format,
+    is_number_type,
+    literal_patterns,
+    read_file,
+)
+from duckrank.files.trec import file_paths
 from duckrank.matching.sql import INTEGER_TYPES, NATIVE_SIGNED_TYPES
 from duckrank.metrics import METRICS, by_name
 from duckrank.metrics.record import Metric, Option
 from duckrank.render.beyond_accuracy import RECORDS as BEYOND_RECORDS
 from duckrank.render.quoting import quote_identifier
+from duckrank.render.spelling import PYTHON, Spelling
 
 if TYPE_CHECKING:
     import pandas
+    import polars
 
 COUNT_COLUMNS = ("scored", "unjudged", "unranked", "dropped")
 
@@ -85,36 +95,17 @@ class DroppedRows(UserWarning):
     """Rows of the run or qrels were left out (a NULL query, item, score or rank)."""
 
 
-# --- how messages name the caller's arguments ----------------------------------------------------
-
-@dataclass(frozen=True)
-class Spelling:
-    """How an error names what the caller wrote: ``evaluate()``'s keyword arguments or the
-    command line's flags (one evaluation runs behind both)."""
-
-    cli: bool = False
-
-    def argument(self, keyword: str, value: Any = None) -> str:
-        """``query_column='user_id'`` / ``--query-column user_id``; ``per_user=True`` /
-        ``--per-user``; without a value, ``query_column=`` / ``--query-column``."""
-        if not self.cli:
-            return f"{keyword}=" + ("" if value is None else repr(value))
-        flag = "-m" if keyword == "metrics" else "--" + keyword.replace("_", "-")
-        return flag if value is None or value is True else f"{flag} {value}"
-
-    def columns(self, kind: str, role: str, name: str = "NAME") -> str:
-        """``run_columns={'query': 'NAME'}`` / ``--run-columns query=NAME``."""
-        if self.cli:
-            return f"--{kind}-columns {role}={name}"
-        return f"{kind}_columns={{{role!r}: {name!r}}}"
-
-    def metric(self, request: str) -> str:
-        """``metrics=['err(max_grade=5)@5']`` / ``-m 'err(max_grade=5)@5'``."""
-        return f"-m '{request}'" if self.cli else f"metrics=[{request!r}]"
+class UnrankedQueries(UserWarning):
+    """Judged queries have no list in the run: scored as empty lists (duckrank's convention) or
+    left out of the means (trec_eval's)."""
 
 
-PYTHON = Spelling()
-COMMAND_LINE = Spelling(cli=True)
+class ShortLists(UserWarning):
+    """Lists shorter than a precision request's k: precision_at divided by the items returned."""
+
+
+class UngradedQrels(UserWarning):
+    """Qrels without a grade column (every row relevant) have number columns that are not read."""
 
 
 # --- metric requests ------------------------------------------------------------------------------
@@ -140,6 +131,10 @@ MIN_GRADE = Option("min_grade", 1, "relevant means grade >= min_grade (binary re
 # graded qrels are read as grades, so that ndcg@10 over graded qrels cannot pass for the binary
 # ndcg@10 or for trec_eval's linear-gain one.
 GRADED_LABEL_OPTIONS = ("gain",)
+# Options whose default is a guess about the data, named in every label that leaves them out:
+# err's max_grade (4, Chapelle's 0..4 scale) scales every value, binary ones too (a hit is worth
+# (2^1 - 1) / 2^4), whatever grades the qrels hold.
+LABEL_OPTIONS = ("max_grade",)
 
 
 @dataclass(frozen=True)
@@ -153,7 +148,11 @@ class Convention:
     single-precision floats (trec_eval keeps a C float: scores equal in their first 7 digits
     tie, then the item id decides); ``relevant``: the binary reading's test of a grade ``g``
     without ``min_grade``; ``full_ideal``: functions whose ideal ranking, without a cut-off,
-    holds every relevant item (trec_eval's ndcg) rather than as many as the list is long."""
+    holds every relevant item (trec_eval's ndcg) rather than as many as the list is long;
+    ``score_unranked``: a judged query the run has no list for is scored as an empty list and
+    counts in the means (a recommender that returned nothing for a user failed that user, as
+    RecTools and ``compare`` count it), instead of being left out of them (trec_eval without
+    ``-c``)."""
 
     name: str
     options: Mapping[str, Mapping[str, str]]
@@ -161,6 +160,7 @@ class Convention:
     float_scores: bool = False
     relevant: str = "g > 0"
     full_ideal: tuple[str, ...] = ()
+    score_unranked: bool = True
 
 
 CONVENTIONS = {
@@ -170,6 +170,7 @@ CONVENTIONS = {
         {"precision_at": {"denominator": "k"}, "ndcg": {"gain": "linear"},
          "dcg": {"gain": "linear"}},
         undefined_as_zero=True, float_scores=True, relevant="g >= 1", full_ideal=("ndcg",),
+        score_unranked=False,
     ),
 }
 # C's FLT_MAX: a larger score is an infinite float (DuckDB's cast to FLOAT refuses it).
@@ -202,6 +203,10 @@ def _truth_form(metric: Metric) -> str | None:
 
 def _number_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _option_text(value: str | int | float) -> str:
+    return value if isinstance(value, str) else _number_text(value)
 
 
 @dataclass(frozen=True)
@@ -266,19 +271,26 @@ class MetricRequest:
         return text + (f"@{self.written_k}" if self.written_k is not None else "")
 
     def column(self, graded: bool) -> str:
-        """The output column's name: the request as written, plus the defaults of the options
-        in ``GRADED_LABEL_OPTIONS`` when graded qrels are read as grades (``ndcg@10`` ->
-        ``ndcg(gain=exponential)@10``)."""
-        if not graded or self.truth_form(graded) != "map":
-            return self.label
+        """The output column's name: the request as written, plus the values in force of the
+        options in ``LABEL_OPTIONS`` and, when graded qrels are read as grades, of those in
+        ``GRADED_LABEL_OPTIONS`` (``ndcg@10`` -> ``ndcg(gain=exponential)@10``, ``err@5`` ->
+        ``err(max_grade=4)@5``)."""
+        form = self.truth_form(graded)
+        shown = {*LABEL_OPTIONS, *(GRADED_LABEL_OPTIONS if graded and form == "map" else ())}
         # The value in force: the request's, a convention's, or the function's default.
         written, values = dict(self.written_options), dict(self.options)
         added = {
-            o.name: str(values.get(o.name, o.default))
-            for m in self.overloads if _truth_form(m) == "map"
-            for o in m.options if o.name in GRADED_LABEL_OPTIONS and o.name not in written
+            o.name: _option_text(values.get(o.name, o.default))
+            for m in self.overloads if _truth_form(m) == form
+            for o in m.options if o.name in shown and o.name not in written
         }
         return self.rewritten(**added) if added else self.label
+
+    def reads_gains(self) -> bool:
+        """Whether its MAP truth goes to a gain function (``inputs='grades'``: ndcg, dcg, err,
+        half_life_utility), which refuses a negative grade; the other MAP functions read the
+        grades as given (trec_eval's measures: a negative grade is in the pool but unjudged)."""
+        return any(m.inputs == "grades" for m in self.overloads if _truth_form(m) == "map")
 
 
 def known_metric_names() -> list[str]:
@@ -410,7 +422,9 @@ def parse_metric(text: str) -> MetricRequest:
         record = by_name(match["name"])
     except KeyError:
         raise ValueError(
-            f"unknown metric {match['name']!r}; known metrics: {', '.join(known_metric_names())}"
+            f"unknown metric {match['name']!r}; known metrics: {', '.join(known_metric_names())}; "
+            f"beyond-accuracy metrics (docs/beyond-accuracy.md): "
+            f"{', '.join(sorted(_BEYOND_NAMES))}"
         ) from None
     overloads = tuple(m for m in METRICS if m.name == record.name)
     forms = {_truth_form(m) for m in overloads} - {None}
@@ -543,6 +557,11 @@ def as_relation(
     return con.table(name)
 
 
+def is_polars(table: Any) -> bool:
+    """Whether ``table`` is a polars object (told without importing polars)."""
+    return type(table).__module__.split(".")[0] == "polars"
+
+
 def _id_kind(sql_type: str) -> str:
     return "an integer" if sql_type in INTEGER_TYPES else sql_type
 
@@ -583,6 +602,7 @@ class _Columns:
     qrels_item: str
     grade: str
     query_type: str  # the SQL type of run_query (range boundaries are cast to it)
+    item_type: str  # the SQL type of run_item (ties are broken by its text form)
     query_name: str  # the query column's name in the per-query output
     by: tuple[str, ...]  # run columns, as the run spells them
     item_name: str  # the run's item column, as the run spells it
@@ -650,6 +670,21 @@ def _ids(run: _Table, qrels: _Table, role: str, run_name: str, qrels_name: str, 
     return run_sql, qrels_sql
 
 
+def _warn_ungraded(qrels: _Table, ids: Sequence[str], spelling: Spelling) -> None:
+    """Qrels without a grade column count every row as relevant: say so when they have number
+    columns besides the ids (a ``rating`` or ``relevance`` column is not read as a grade by its
+    name alone; only ``grade``, or the one named, is)."""
+    unread = [name for name, sql_type in qrels.types.values()
+              if name not in ids and is_number_type(sql_type, "grade")]
+    if unread:
+        listed = ", ".join(map(repr, unread))
+        warnings.warn(
+            f"the qrels have no grade column (grade): every row counts as relevant (grade 1), "
+            f"and their column{'s' if len(unread) > 1 else ''} {listed} "
+            f"{'are' if len(unread) > 1 else 'is'} not read; to grade by one, name it: "
+            f"{spelling.argument('grade_column', unread[0])}", UngradedQrels, stacklevel=6)
+
+
 def _columns(run: _Table, qrels: _Table, names: ColumnNames, by: Sequence[str], ids: str,
              spelling: Spelling) -> _Columns:
     run_query, qrels_query = _query_names(run, qrels, names, spelling)
@@ -682,6 +717,7 @@ def _columns(run: _Table, qrels: _Table, names: ColumnNames, by: Sequence[str], 
             grade = f"CAST({grade} AS TINYINT)"
     else:
         grade = "1"
+        _warn_ungraded(qrels, (qrels_query, qrels_item), spelling)
 
     by_names = tuple(run.column(name, "by", f"{spelling.argument('by')} names a run column")
                      for name in by)
@@ -693,6 +729,7 @@ def _columns(run: _Table, qrels: _Table, names: ColumnNames, by: Sequence[str], 
         run_key_column=quote_identifier(key),
         qrels_query=query_sql[1], qrels_item=item_sql[1], grade=grade,
         query_type="VARCHAR" if ids == "varchar" else run.type_of(run_query),
+        item_type="VARCHAR" if ids == "varchar" else run.type_of(run_item),
         query_name=run_query, by=by_names, item_name=run_item, key_name=key,
     )
 
@@ -853,12 +890,14 @@ class _Metric:
 
 @dataclass(frozen=True)
 class _Truth:
-    """One truth column of the judged CTE: the MAP of grades, or the LIST of the items with
-    grade > 0 (``min_grade`` None) or grade >= min_grade."""
+    """One truth column of the judged CTE: the MAP of grades (``gains``: with a negative grade
+    as 0, for the gain functions, which refuse one), or the LIST of the items with grade > 0
+    (``min_grade`` None) or grade >= min_grade."""
 
     name: str
     graded: bool
     min_grade: int | float | None = None
+    gains: bool = False
     # Every kept qrels row passes the relevance test: the LIST is every judged item, built
     # without the test's FILTER (which costs the truth lists about a third more).
     all_relevant: bool = False
@@ -869,11 +908,11 @@ def _plan_metrics(
 ) -> tuple[list[_Metric], list[_Truth]]:
     """The output columns (one per distinct name) and only the truth forms they read: a MAP of
     every judgment costs memory for nothing when no metric takes grades."""
-    truths: dict[tuple[bool, int | float | None], _Truth] = {}
+    truths: dict[tuple[bool, int | float | None, bool], _Truth] = {}
     metrics: dict[str, _Metric] = {}
     for request in requests:
         is_map = request.truth_form(graded) == "map"
-        key = (is_map, None if is_map else request.min_grade)
+        key = (is_map, None if is_map else request.min_grade, is_map and request.reads_gains())
         truth = truths.setdefault(key, _Truth(f"duckrank_truth{len(truths)}", *key))
         column = request.column(graded)
         metrics.setdefault(column, _Metric(request, column, truth.name))
@@ -904,6 +943,8 @@ NATIVE_TOP_K_KEYS = {
 }
 # Memory of a query's heap, in input rows (ranges are sized in rows, ROWS_PER_BUCKET).
 TOP_K_ROW_WEIGHT = 4
+# The largest K duckrank_top_k takes (its heap counts in 32 bits).
+NATIVE_TOP_K_LIMIT = 2**32 - 1
 
 
 def _all_relevant(con: duckdb.DuckDBPyConnection, truth: _Truth, qrels: _Qrels,
@@ -934,26 +975,50 @@ def _native_top_k_key(con: duckdb.DuckDBPyConnection, run_view: str, item: str,
     """The type to cast the keys to for duckrank_top_k, or None when it cannot rank these rows:
     not loaded in ``con``'s database (asked of DuckDB's aggregates: a macro of that name is not
     it), or an item or key type it does not take exactly."""
+    item_type, key_type = (str(t) for t in con.sql(f"SELECT {item}, {key} FROM {run_view}").types)
+    if item_type not in NATIVE_TOP_K_ITEMS:
+        return None
+    # Integer ids rank with its overloads of four arguments (ties by the id's text, see
+    # _ranked_sql), the others with those of three.
+    arguments = 4 if item_type in INTEGER_TYPES else 3
     loaded = con.execute(
-        "SELECT count(*) FROM duckdb_functions() "
-        "WHERE function_name = 'duckrank_top_k' AND function_type = 'aggregate'").fetchall()
+        "SELECT count(*) FROM duckdb_functions() WHERE function_name = 'duckrank_top_k' "
+        "AND function_type = 'aggregate' AND len(parameters) = $arguments",
+        {"arguments": arguments}).fetchall()
     if loaded == [(0,)]:
         return None
-    item_type, key_type = (str(t) for t in con.sql(f"SELECT {item}, {key} FROM {run_view}").types)
-    return NATIVE_TOP_K_KEYS.get(key_type) if item_type in NATIVE_TOP_K_ITEMS else None
+    return NATIVE_TOP_K_KEYS.get(key_type)
 
 
-def _ranked_sql(item: str, key: str, top_k: int | None, native_key: str | None) -> str:
-    """The aggregate that ranks a query's rows: ``to_ordered_list(item, key, '-reverse')``, or
-    its first ``top_k`` items: duckrank_top_k's where ``native_key`` names the cast its keys
-    need, else ``max`` over {key, item} structs. Both order as '-reverse' does (key descending,
-    then item descending) and keep tied and repeated rows, so the top K is that list cut at K
-    (tests/test_evaluate.py checks it row by row)."""
+def _ranked_sql(item: str, item_type: str, key: str, top_k: int | None,
+                native_key: str | None) -> str:
+    """The aggregate that ranks a query's rows: ``to_ordered_list``, or its first ``top_k``
+    items: duckrank_top_k's where ``native_key`` names the cast its keys need, else ``max`` over
+    structs. Each orders by key, descending, then by the item's text form, descending (byte
+    order, trec_eval's), and keeps tied and repeated rows, so the top K is the whole list cut
+    at K (tests/test_evaluate.py checks it row by row). Ties go by the text form whatever the
+    id's type: a file read with integer ids (Parquet) and the same file read with text ids (CSV)
+    give one order (between integers, 9 comes before 10: '9' > '10'). Integer ids rank natively
+    with ``duckrank_top_k(item, key, k, 'text')``, which compares two ids' decimal texts only
+    when their keys tie (without writing them out); the other ids of NATIVE_TOP_K_ITEMS (floats)
+    rank as their text, cast back."""
+    if item_type == "VARCHAR":
+        text, order = item, key
+    else:
+        text = f"CAST({item} AS VARCHAR)"
+        order = f"{{'k': {key}, 't': {text}}}"
     if top_k is None:
-        return f"to_ordered_list({item}, {key}, '-reverse')"
+        return f"to_ordered_list({item}, {order}, '-reverse')"
     if native_key is not None:
-        return f"duckrank_top_k({item}, CAST({key} AS {native_key}), {int(top_k)})"
-    return f"list_transform(max({{'k': {key}, 'v': {item}}}, {int(top_k)}), lambda e: e.v)"
+        if item_type in INTEGER_TYPES:
+            return f"duckrank_top_k({item}, CAST({key} AS {native_key}), {int(top_k)}, 'text')"
+        ranked = f"duckrank_top_k({text}, CAST({key} AS {native_key}), {int(top_k)})"
+        # The text of an id of NATIVE_TOP_K_ITEMS casts back to that id.
+        return (ranked if item_type == "VARCHAR"
+                else f"list_transform({ranked}, lambda e: CAST(e AS {item_type}))")
+    fields = f"'k': {key}, 'v': {item}" if item_type == "VARCHAR" else (
+        f"'k': {key}, 't': {text}, 'v': {item}")
+    return f"list_transform(max({{{fields}}}, {int(top_k)}), lambda e: e.v)"
 
 
 def _rank_key(c: _Columns, convention: Convention) -> str:
@@ -966,10 +1031,14 @@ def _rank_key(c: _Columns, convention: Convention) -> str:
 
 def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_Metric],
                 truths: Sequence[_Truth], bucket: _Bucket, convention: Convention,
-                top_k: int | None, native_key: str | None) -> tuple[str, dict[str, Any]]:
+                top_k: int | None, native_key: str | None,
+                groups: str | None) -> tuple[str, dict[str, Any]]:
     """The CTEs ranked, judged and scored of one range of query ids, and their parameters
     (``top_k``: rank only each query's top K, with duckrank_top_k where ``native_key`` is set;
-    see ``_ranked_sql``)."""
+    see ``_ranked_sql``). ``scored`` has a row per ranked query and, when the convention scores
+    unranked queries, per judged query the run did not rank (per ``by`` group: ``groups``, the
+    table of the run's groups), with ``duckrank_judged``, ``duckrank_ranked``, the list and the
+    metrics ``duckrank_m0``, ``duckrank_m1``, ... (NULL for unjudged queries)."""
     params: dict[str, Any] = dict(bucket.params)
 
     def parameter(value: Any) -> str:
@@ -979,9 +1048,13 @@ def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_
 
     judged = []
     for truth in truths:
-        if truth.graded:
-            # A negative grade (TREC's -2 for spam) is non-relevant: gain 0, as in trec_eval.
+        if truth.gains:
+            # The gain functions refuse a negative grade (TREC's -2 for spam): gain 0, as in
+            # trec_eval's ndcg.
             sql = "map_from_entries(list({'key': i, 'value': greatest(g, 0)::DOUBLE}))"
+        elif truth.graded:
+            # As given: trec_eval's measures read a negative grade as in the pool but unjudged.
+            sql = "map_from_entries(list({'key': i, 'value': g::DOUBLE}))"
         elif truth.all_relevant:
             sql = "list(i)"
         else:
@@ -989,6 +1062,8 @@ def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_
                         else f"g >= {parameter(truth.min_grade)}")
             sql = f"coalesce(list(i) FILTER (WHERE {relevant}), list(i)[1:0])"
         judged.append(f",\n         {sql} AS {truth.name}")
+    if convention.score_unranked:
+        judged.append(",\n         list(i) AS duckrank_items")
     graded = {truth.name: truth.graded for truth in truths}
     # A MAP takes each item once; a LIST truth is read as a set, so a repeated judgment (the
     # same grade twice: _check_conflicts refused two grades) needs no hash of every qrels row.
@@ -996,21 +1071,45 @@ def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_
     calls = []
     for index, metric in enumerate(metrics):
         request = metric.request
-        arguments = ["duckrank_rec", metric.truth]
         named = ([("k", request.k)] if request.k is not None else []) + list(request.options)
-        arguments += [f"{quote_identifier(name)} := {parameter(value)}" for name, value in named]
-        if request.k is None and request.name in convention.full_ideal:
-            size = "cardinality" if graded[metric.truth] else "len"
-            arguments.append(f"k := greatest(len(duckrank_rec), {size}({metric.truth}))")
-        call = f"{quote_identifier(request.name)}({', '.join(arguments)})"
-        if convention.undefined_as_zero:
-            call = f"coalesce({call}, 0)"
-        calls.append(f"CASE WHEN duckrank_judged THEN {call} END AS duckrank_m{index}")
-    by_select = c.by_select
+        options = [f"{quote_identifier(name)} := {parameter(value)}" for name, value in named]
+
+        def call(rec: str, metric: _Metric = metric, options: list[str] = options) -> str:
+            arguments = [rec, metric.truth, *options]
+            if metric.request.k is None and metric.request.name in convention.full_ideal:
+                size = "cardinality" if graded[metric.truth] else "len"
+                arguments.append(f"k := greatest(len({rec}), {size}({metric.truth}))")
+            sql = f"{quote_identifier(metric.request.name)}({', '.join(arguments)})"
+            return f"coalesce({sql}, 0)" if convention.undefined_as_zero else sql
+
+        value = call("duckrank_rec")
+        if convention.score_unranked:
+            # An unranked query is an empty list: its value, or 0 where the empty list leaves
+            # the metric undefined but a list could not (precision's 0 / 0); a metric that the
+            # query's judged items, ranked, leave undefined (no relevant item) stays NULL, as
+            # it is for a query the run ranks.
+            unranked = call("duckrank_items[1:0]")
+            if all(m.result_type != "VARCHAR" for m in request.overloads):  # not relstring
+                unranked = (f"coalesce({unranked}, "
+                            f"CASE WHEN {call('duckrank_items')} IS NOT NULL THEN 0 END)")
+            value = f"CASE WHEN duckrank_ranked THEN {value} ELSE {unranked} END"
+        calls.append(f"CASE WHEN duckrank_judged THEN {value} END AS duckrank_m{index}")
+
+    by = [quote_identifier(name) for name in c.by]
+    if convention.score_unranked:
+        # Every judged query of the range, in every group of the run.
+        judged_side = (f"(SELECT * FROM {groups} CROSS JOIN judged)" if c.by else "judged")
+        join = "FULL JOIN"
+        by_select = "".join(f"coalesce(r.{name}, j.{name}) AS {name}, " for name in by)
+    else:
+        judged_side, join = "judged", "LEFT JOIN"
+        by_select = "".join(f"r.{name}, " for name in by)
+    same_group = "".join(f" AND r.{name} IS NOT DISTINCT FROM j.{name}" for name in by
+                         if convention.score_unranked)
+    ranked = _ranked_sql(c.run_item, c.item_type, _rank_key(c, convention), top_k, native_key)
     sql = f"""
 WITH ranked AS (
-  SELECT {by_select}{c.run_query} AS duckrank_query,
-         {_ranked_sql(c.run_item, _rank_key(c, convention), top_k, native_key)} AS duckrank_rec
+  SELECT {c.by_select}{c.run_query} AS duckrank_query, {ranked} AS duckrank_rec
   FROM {run_view}
   WHERE {c.run_query} IS NOT NULL AND {c.run_item} IS NOT NULL AND {c.run_key} IS NOT NULL
     AND {bucket.where(c.run_query, c.query_type)}
@@ -1025,9 +1124,12 @@ judged AS (
   GROUP BY q
 ),
 scored AS (
-  SELECT {by_select}duckrank_query, duckrank_in_qrels IS NOT NULL AS duckrank_judged,
+  SELECT {by_select}coalesce(r.duckrank_query, j.duckrank_query) AS duckrank_query,
+         j.duckrank_in_qrels IS NOT NULL AS duckrank_judged,
+         r.duckrank_query IS NOT NULL AS duckrank_ranked, len(duckrank_rec) AS duckrank_length,
          {', '.join(calls)}
-  FROM ranked LEFT JOIN judged USING (duckrank_query)
+  FROM ranked r {join} {judged_side} j
+    ON r.duckrank_query = j.duckrank_query{same_group}
 )"""
     return sql, params
 
@@ -1067,12 +1169,18 @@ def side_relation(con: duckdb.DuckDBPyConnection, table: Any, name: str, ids: Se
     if not isinstance(table, str | Path):
         return as_relation(con, table, "side", {}, registered)
     fmt = file_format(table)
+    if fmt not in ("parquet", "csv"):
+        raise ValueError(f"{spelling.argument(name, str(table))}: give a Parquet or CSV file")
+    try:
+        files = file_paths(con, table, name)
+    except ValueError as error:
+        raise ValueError(f"{spelling.argument(name, str(table))}: {error}") from None
+    # the one file of that name (DuckDB's readers would take `*`, `?` and `[` as a pattern)
+    path = literal_patterns(con, files)
     if fmt == "parquet":
-        return con.read_parquet(str(table))
-    if fmt == "csv":
-        text = {name: "VARCHAR" for name in con.read_csv(str(table)).columns if name in ids}
-        return con.read_csv(str(table), dtype=text)
-    raise ValueError(f"{spelling.argument(name, str(table))}: give a Parquet or CSV file")
+        return con.read_parquet(path)
+    text = {name: "VARCHAR" for name in con.read_csv(path).columns if name in ids}
+    return con.read_csv(path, dtype=text)
 
 
 def _evaluate_error(spelling: Spelling, message: str) -> ValueError:
@@ -1173,7 +1281,8 @@ def _beyond_table(
                         for name in map(quote_identifier, c.by))
         found = beyond_values(con, con.sql(lists_input(run_view) + match),
                               [r.text for r in requests], qrels=qrels, other=other,
-                              tables=tables, catalog_size=side.catalog_size, columns=columns)
+                              tables=tables, catalog_size=side.catalog_size, columns=columns,
+                              spelling=spelling)
         con.execute(f"INSERT INTO {values} SELECT {c.by_select}{casts} FROM {groups} "
                     f"WHERE duckrank_group = {group}",
                     {f"b{n}": found[r.text] for n, r in enumerate(requests)})
@@ -1194,18 +1303,22 @@ class Result:
         for sql, params in self.queries():
             yield from self.connection.sql(sql, params=params).iter_rows(batch_size=batch_size)
 
-    def df(self) -> pandas.DataFrame:
-        """One DataFrame, converted once by DuckDB (DataFrames of the ranges apart could differ
-        in dtype: a text column all NULL in one range is ``object`` there)."""
+    def df(self, polars: bool = False) -> pandas.DataFrame | polars.DataFrame:
+        """One DataFrame (pandas, or polars with ``polars``), converted once by DuckDB
+        (DataFrames of the ranges apart could differ in dtype: a text column all NULL in one
+        range is ``object`` there)."""
+        def convert(relation: duckdb.DuckDBPyRelation) -> Any:
+            return relation.pl() if polars else relation.df()
+
         queries = list(self.queries())
         if len(queries) == 1:
-            return self.connection.sql(queries[0][0], params=queries[0][1]).df()
+            return convert(self.connection.sql(queries[0][0], params=queries[0][1]))
         table = quote_identifier(f"duckrank_rows_{uuid.uuid4().hex}")
         try:
             for index, (sql, params) in enumerate(queries):
                 prefix = f"CREATE TEMP TABLE {table} AS" if index == 0 else f"INSERT INTO {table}"
                 self.connection.execute(f"{prefix} {sql}", params)
-            return self.connection.table(table[1:-1]).df()
+            return convert(self.connection.table(table[1:-1]))
         finally:
             self.connection.execute(f"DROP TABLE IF EXISTS {table}")
 
@@ -1219,6 +1332,52 @@ def _warn_dropped(run_dropped: int, qrels_dropped: int, run_key: str) -> None:
         "qrels rows with a NULL query or item (counted in the 'dropped' column)",
         DroppedRows, stacklevel=5,  # the caller of evaluate()
     )
+
+
+# A group's judged queries without a list in its run: every judged query but the scored ones
+# (each group is scored against all the qrels), over the partials' rows of the group.
+_UNRANKED = "$judged - sum(scored)"
+
+
+def _short_list_requests(metrics: Sequence[_Metric]) -> list[_Metric]:
+    """The requests of precision_at with a cut-off that divide by the items returned (its
+    default): a list shorter than k gives hits / len(list) there, hits / k in every peer."""
+    return [m for m in metrics if m.request.name == "precision_at" and m.request.k is not None
+            and dict(m.request.options).get("denominator", "returned") == "returned"]
+
+
+def _warn_scoring(con: duckdb.DuckDBPyConnection, partials: str, c: _Columns, judged: int,
+                  short: Sequence[_Metric], convention: Convention) -> None:
+    """Say what the numbers hold that the labels cannot: judged queries without a list (how
+    many, and whether they were scored or left out), and precision over lists shorter than k.
+    Counted from the partials (per ``by`` group), before any row is returned."""
+    names = [f"duckrank_short{j}" for j in range(len(short))]
+    per_group = "".join(f", sum({name}) AS {name}" for name in names)
+    totals = "".join(f", coalesce(sum({name}), 0)" for name in names)
+    unranked, scored, *counts = con.execute(
+        f"SELECT coalesce(sum(u), 0), coalesce(sum(s), 0){totals} FROM ("
+        f"SELECT {_UNRANKED} AS u, sum(scored) AS s{per_group} FROM {partials}{c.group_by})",
+        {"judged": judged}).fetchall()[0]
+    groups = " (over the by groups)" if c.by else ""
+    if unranked:
+        if convention.score_unranked:
+            done = ("each is scored as an empty list (0 where the metric is defined) and counted "
+                    "in the means (convention='trec_eval' leaves them out, as trec_eval does "
+                    "without -c)")
+        else:
+            done = ("they are left out of the means, as trec_eval does without -c (the default "
+                    "convention, 'duckrank', scores them 0)")
+        warnings.warn(f"{unranked} judged queries{groups} have no list in the run: {done}; the "
+                      "'unranked' column counts them", UnrankedQueries, stacklevel=5)
+    for metric, count in zip(short, counts, strict=True):
+        if count:
+            k = metric.request.k
+            warnings.warn(
+                f"{metric.column}: {count} of the {scored} ranked lists{groups} are shorter than "
+                f"{k}, where precision divides by the items returned (denominator=returned); "
+                f"trec_eval, ranx and RecTools divide by {k}: "
+                f"{metric.request.rewritten(denominator='k')} gives their number",
+                ShortLists, stacklevel=5)
 
 
 @contextmanager
@@ -1235,6 +1394,7 @@ def evaluation(
     glob: bool = False,
     convention: str = "duckrank",
     side: SideInputs = SideInputs(),
+    ranked: bool = False,
 ) -> Iterator[Result]:
     """The evaluation on ``con`` (which must have duckrank registered), valid inside the
     ``with`` block: one row per ``by`` group (one row in all without ``by``) with the counts of
@@ -1242,9 +1402,11 @@ def evaluation(
     run), the input rows dropped, and the mean of each metric over the scored queries where it
     is defined, then the beyond-accuracy requests' values (``_beyond_table``; they read
     ``side``); with ``per_user``, one row per scored query instead, ordered by query. ``run``
-    and ``qrels``: file paths, relations of ``con``, or pandas, polars or Arrow tables. Every
-    check (columns, ids, grades) runs before the first row is computed. The views and tables it
-    makes on ``con`` are dropped after."""
+    and ``qrels``: file paths, relations of ``con``, or pandas, polars or Arrow tables. With
+    ``per_user`` and ``ranked``, each row ends with a column ``duckrank_ranked``: whether the run
+    ranked the query (False: a judged query scored as an empty list; ``compare`` counts them).
+    Every check (columns, ids, grades) runs before the first row is computed. The views and
+    tables it makes on ``con`` are dropped after."""
     if ids not in ID_MODES:
         raise ValueError(f"{spelling.argument('ids')} must be one of {', '.join(ID_MODES)}, got "
                          f"{ids!r}")
@@ -1282,9 +1444,11 @@ def evaluation(
         # score or rank): a filter of IS NULL tests goes into the scan, where Parquet's
         # statistics skip the row groups without NULLs instead of reading three columns.
         top_k = _top_k(metric_columns)
+        short = _short_list_requests(metric_columns)
         queries = f"approx_count_distinct({c.run_query})" if top_k else "NULL::BIGINT"
         empty_sums = "".join(f", NULL::DOUBLE AS duckrank_s{i}, 0::BIGINT AS duckrank_n{i}"
                              for i in range(len(metric_columns)))
+        empty_sums += "".join(f", 0::BIGINT AS duckrank_short{j}" for j in range(len(short)))
         partials = quote_identifier(f"duckrank_partials_{uuid.uuid4().hex}")
         dropped_objects.append(f"TABLE IF EXISTS {partials}")
         con.execute(f"""
@@ -1302,9 +1466,21 @@ def evaluation(
             f"coalesce(sum(duckrank_queries), 0) FROM {partials}"
         ).fetchall()[0]
         _warn_dropped(run_dropped, profile.dropped, c.run_key)
+        groups = None
+        if c.by and rules.score_unranked:
+            # The run's groups (a group whose every row was dropped too): each scores the judged
+            # queries it did not rank.
+            groups = quote_identifier(f"duckrank_groups_{uuid.uuid4().hex}")
+            dropped_objects.append(f"TABLE IF EXISTS {groups}")
+            con.execute(f"CREATE TEMP TABLE {groups} AS SELECT DISTINCT {c.by_select[:-2]} "
+                        f"FROM {partials}")
 
+        if top_k:
+            # No list is longer than the run: cut there, it is the whole list, and any k (the
+            # metrics still read the k asked for) reaches the heaps below.
+            top_k = min(top_k, max(run_rows, 1))
         native_key = (_native_top_k_key(con, run_view, c.run_item, _rank_key(c, rules))
-                      if top_k else None)
+                      if top_k and top_k <= NATIVE_TOP_K_LIMIT else None)
         if top_k and (native_key or run_rows >= TOP_K_RATIO * top_k * max(run_queries, 1)):
             state_rows = min(run_rows, run_queries * top_k * TOP_K_ROW_WEIGHT)
         else:
@@ -1312,41 +1488,66 @@ def evaluation(
         buckets = _buckets(con, run_view, c, state_rows + profile.rows)
         judged_queries = sum(_check_conflicts(con, qrels_view, c, b) for b in buckets)
 
+        def scored_sql(bucket: _Bucket) -> tuple[str, dict[str, Any]]:
+            return _scored_sql(run_view, qrels_view, c, metric_columns, truths, bucket, rules,
+                               top_k, native_key, groups)
+
+        # The lists shorter than each precision request's k (scored lists only).
+        shorter = [f"duckrank_ranked AND duckrank_length < {int(m.request.k or 0)}"
+                   for m in short]
         labels = [m.column for m in metric_columns]
         if per_user:
+            # Each range's values go to a table first: the warnings (how many queries were
+            # unranked, how many lists short) are known before the first row is returned.
+            values = quote_identifier(f"duckrank_values_{uuid.uuid4().hex}")
+            dropped_objects.append(f"TABLE IF EXISTS {values}")
+            kept = "duckrank_judged" + ("" if rules.score_unranked else " AND duckrank_ranked")
+            flags = "".join(f", {test} AS duckrank_short{j}" for j, test in enumerate(shorter))
+            for index, bucket in enumerate(buckets):
+                sql, params = scored_sql(bucket)
+                head = (f"CREATE TEMP TABLE {values} AS" if index == 0
+                        else f"INSERT INTO {values}")
+                con.execute(f"{head} {sql}\nSELECT {index} AS duckrank_bucket, * EXCLUDE "
+                            f"(duckrank_judged, duckrank_length){flags} FROM scored WHERE {kept}",
+                            params)
+            counts = "".join(f", count(*) FILTER (WHERE duckrank_short{j}) AS duckrank_short{j}"
+                             for j in range(len(short)))
+            con.execute(f"INSERT INTO {partials} BY NAME SELECT {c.by_select}count(*) FILTER "
+                        f"(WHERE duckrank_ranked) AS scored{counts} FROM {values}{c.group_by}")
+            _warn_scoring(con, partials, c, judged_queries, short, rules)
+
             query_label = quote_identifier(c.query_name)
             metric_select = ", ".join(
                 f"duckrank_m{i} AS {quote_identifier(m.column)}"
                 for i, m in enumerate(metric_columns)
             )
             order = ", ".join([str(len(c.by) + 1), *(str(i + 1) for i in range(len(c.by)))])
+            flag = ["duckrank_ranked"] if ranked else []
 
             def queries() -> Iterator[tuple[str, dict[str, Any]]]:
-                for bucket in buckets:
-                    sql, params = _scored_sql(run_view, qrels_view, c, metric_columns, truths,
-                                              bucket, rules, top_k, native_key)
-                    yield (
-                        f"{sql}\nSELECT {c.by_select}duckrank_query AS "
-                        f"{query_label}, {metric_select} FROM scored WHERE duckrank_judged "
-                        f"ORDER BY {order}", params,
-                    )
+                for index in range(len(buckets)):
+                    yield (f"SELECT {c.by_select}duckrank_query AS {query_label}, "
+                           f"{', '.join([metric_select, *flag])} FROM {values} "
+                           f"WHERE duckrank_bucket = {index} ORDER BY {order}", {})
 
-            yield Result([*c.by, c.query_name, *labels], con, queries)
+            yield Result([*c.by, c.query_name, *labels, *flag], con, queries)
             return
 
         sums = "".join(
             f", fsum(duckrank_m{i}) AS duckrank_s{i}, count(duckrank_m{i}) AS duckrank_n{i}"
             for i in range(len(metric_columns))
         )
+        sums += "".join(f", count(*) FILTER (WHERE duckrank_judged AND {test}) AS "
+                        f"duckrank_short{j}" for j, test in enumerate(shorter))
         for bucket in buckets:
-            sql, params = _scored_sql(run_view, qrels_view, c, metric_columns, truths, bucket,
-                                      rules, top_k, native_key)
+            sql, params = scored_sql(bucket)
             con.execute(
                 f"INSERT INTO {partials} BY NAME {sql}\n"
-                f"SELECT {c.by_select}count(*) FILTER (WHERE duckrank_judged) AS scored, "
-                f"count(*) FILTER (WHERE NOT duckrank_judged) AS unjudged{sums} "
+                f"SELECT {c.by_select}count(*) FILTER (WHERE duckrank_judged AND duckrank_ranked) "
+                f"AS scored, count(*) FILTER (WHERE NOT duckrank_judged) AS unjudged{sums} "
                 f"FROM scored{c.group_by}", params,
             )
+        _warn_scoring(con, partials, c, judged_queries, short, rules)
         scored, unjudged, unranked, dropped = (quote_identifier(n) for n in COUNT_COLUMNS)
         means = "".join(
             f", fsum(duckrank_s{i}) / nullif(sum(duckrank_n{i}), 0) AS {quote_identifier(m)}"
@@ -1355,7 +1556,7 @@ def evaluation(
         summary = (
             f"SELECT {c.by_select}sum(scored)::BIGINT AS {scored}, "
             f"sum(unjudged)::BIGINT AS {unjudged}, "
-            f"($judged - sum(scored))::BIGINT AS {unranked}, "
+            f"({_UNRANKED})::BIGINT AS {unranked}, "
             f"(sum(dropped) + $qrels_dropped)::BIGINT AS {dropped}{means} FROM {partials}"
             f"{c.group_by}"
         )
@@ -1402,8 +1603,9 @@ def evaluate(
     categories: Any = None,
     propensities: Any = None,
     connection: duckdb.DuckDBPyConnection | None = None,
-) -> pandas.DataFrame:
-    """Score ``run`` against ``qrels`` and return a pandas DataFrame with one column per metric.
+) -> pandas.DataFrame | polars.DataFrame:
+    """Score ``run`` against ``qrels`` and return a pandas DataFrame with one column per metric
+    (a polars DataFrame when ``run`` or ``qrels`` is one: polars users need no pandas).
 
     ``run``: a table with one row per (query, item, score); ``qrels``: one row per (query, item,
     grade). Either may be a pandas or polars DataFrame, a pyarrow Table / Dataset / RecordBatch
@@ -1467,7 +1669,7 @@ def evaluate(
                           propensities)
         with evaluation(con, run, qrels, metrics, by or (), per_user, names, ids,
                         glob=glob, convention=convention, side=side) as result:
-            return result.df()
+            return result.df(polars=is_polars(run) or is_polars(qrels))
     finally:
         if connection is None:
             con.close()

@@ -366,19 +366,21 @@ def test_evaluate_long_format(capsys, guide_files) -> None:
 
 def test_compare_sample_run_by_tag(capsys) -> None:
     """The sample run's two systems (tags): bm25 ranks the judged queries 301-303, dense only 301
-    and 302, so dense scores 0 on 303 (trec_eval -c). Expected: evaluate's per-query values of
-    the same files, with that 0, and their means."""
+    and 302, so dense scores 0 on 303 (an empty list, as trec_eval -c), in evaluate and compare
+    alike; 304 is not judged, in neither. Expected: evaluate's per-query values of the same
+    files, and their means."""
     files = [str(SAMPLE / "sample.run"), str(SAMPLE / "sample.qrels")]
     code, out, _ = _run(capsys, "evaluate", *files, "-m", "mrr", "--by", "tag", "--format",
                         "long")
     assert code == 0
     scored = {(r["tag"], r["query"]): float(r["value"]) for r in _csv_rows(out)}
-    assert ("dense", "303") not in scored
+    assert scored[("dense", "303")] == 0.0
+    assert {query for _, query in scored} == {"301", "302", "303"}
     code, out, _ = _run(capsys, "compare", *files, "-m", "mrr", "--by", "tag", "--format",
                         "long")
     assert code == 0
     values = {(r["system"], r["query"]): float(r["value"]) for r in _csv_rows(out)}
-    assert values == scored | {("dense", "303"): 0.0}
+    assert values == scored
 
     code, out, _ = _run(capsys, "compare", *files, "-m", "mrr", "--by", "tag", "--format",
                         "json", "--test", "t")
@@ -464,8 +466,13 @@ def test_plot_errors_name_its_flags_before_scoring(capsys, system_files, tmp_pat
                               "dense\n")
     code, _, err = _run(capsys, "plot", *system_files, qrels, "-m", "mrr", "-m", "map",
                         "--kind", "distribution", "-o", str(tmp_path / "x.png"))
-    assert (code, err) == (1, "duckrank plot: --kind distribution draws one metric: pass "
-                              "--plot-metric one of 'mrr', 'map'\n")
+    # dense has no list for the judged query 303: scoring warns first (the sample's data).
+    assert (code, err.splitlines()) == (1, [
+        "duckrank plot: warning: system 'dense': 1 judged query has no list in the run: it is "
+        "scored as an empty list (0 where the metric is defined) and counted in the means and "
+        "the tests (frame()'s 'filled' column counts the values)",
+        "duckrank plot: --kind distribution draws one metric: pass --plot-metric one of 'mrr', "
+        "'map'"])
     assert not (tmp_path / "x.png").exists()
 
 
@@ -495,3 +502,67 @@ def test_beyond_command(capsys, tmp_path: Path) -> None:
     code, out, err = _run(capsys, "beyond", str(tmp_path / "run.csv"), "-m", "arp(p=1)@2")
     assert (code, out) == (1, "")
     assert err.startswith("duckrank beyond: beyond-accuracy metric 'arp(p=1)@2': unknown option")
+
+
+def test_unknown_metric_lists_the_beyond_accuracy_metrics_too(capsys, guide_files) -> None:
+    """Issue 25: the unknown-metric error of `duckrank evaluate` named no beyond-accuracy
+    metric, which `evaluate -m` takes (catalog_coverage@10, arp@10, ...)."""
+    run, qrels = guide_files
+    code, out, err = _run(capsys, "evaluate", str(run), str(qrels), "-m", "catalog_covrage@10")
+    assert code == 1 and out == ""
+    assert "unknown metric 'catalog_covrage'" in err
+    for name in ("catalog_coverage", "ild_embedding", "rbo", "ips_recall"):
+        assert name in err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    # The run's user column is 'query': before, a Binder Error about an alias "user".
+    ([], "the run has no user column 'user'; its columns are: query, item, score; name the "
+         "user column with --user-column"),
+    (["--user-column", "query", "--item-column", "movie"],
+     "the run has no item column 'movie'"),
+    (["--user-column", "query", "--score-column", "s"],
+     "the run has no score column 's'; its columns are: query, item, score; name the score "
+     "column with --score-column"),
+])
+def test_beyond_names_the_column_option(capsys, tmp_path: Path, argv: list[str],
+                                        message: str) -> None:
+    run = _csv(tmp_path / "run.csv", ["query", "item", "score"], [(1, 10, 3.0), (1, 20, 2.0)])
+    code, out, err = _run(capsys, "beyond", str(run), "-m", "catalog_coverage@2",
+                          "--catalog-size", "10", *argv)
+    assert (code, out) == (1, "")
+    assert message in err
+    # Named, it works: 2 items of 10.
+    code, out, err = _run(capsys, "beyond", str(run), "-m", "catalog_coverage@2",
+                          "--catalog-size", "10", "--user-column", "query", "--format", "csv")
+    assert (code, out) == (0, "users,catalog_coverage@2\n1,0.2\n")
+
+
+def test_beyond_names_the_side_table_and_its_column(capsys, tmp_path: Path) -> None:
+    run = _csv(tmp_path / "run.csv", ["user", "item", "score"], [(1, 10, 3.0)])
+    train = _csv(tmp_path / "train.csv", ["uid", "item"], [(1, 10)])
+    code, _, err = _run(capsys, "beyond", str(run), "-m", "self_information@1", "--train",
+                        str(train))
+    assert code == 1
+    assert ("the train table (--train) has no user column 'user'; its columns are: uid, item; "
+            "name the user column with --user-column") in err
+    categories = _csv(tmp_path / "cat.csv", ["item", "genre"], [(10, "a")])
+    code, _, err = _run(capsys, "beyond", str(run), "-m", "ild_category@1", "--categories",
+                        str(categories))
+    assert code == 1
+    assert ("the categories table (--categories) has no category column 'category'; its "
+            "columns are: item, genre; name the category column with the option category_col "
+            "of ild_category (ild_category(category_col=NAME)@1)") in err
+
+
+def test_ips_error_names_train_not_an_internal_view(capsys, tmp_path: Path) -> None:
+    """Item 30 is relevant to user 1 but not in train: before, the message named the view
+    duckrank_beyond_<uuid> that holds train."""
+    run = _csv(tmp_path / "run.csv", ["user", "item", "score"], [(1, 10, 3.0)])
+    qrels = _csv(tmp_path / "qrels.csv", ["user", "item"], [(1, 30)])
+    train = _csv(tmp_path / "train.csv", ["user", "item"], [(1, 10)])
+    code, _, err = _run(capsys, "beyond", str(run), "-m", "ips_recall@1", "--qrels", str(qrels),
+                        "--train", str(train))
+    assert code == 1
+    assert "item 30 of the truth of user 1 has no propensity: it is not in train" in err
+    assert "duckrank_beyond_" not in err

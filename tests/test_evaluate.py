@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from unittest import mock
 
 import duckdb
 import numpy as np
@@ -18,7 +19,13 @@ import pyarrow as pa
 import pytest
 
 import duckrank
-from duckrank.evaluation import COUNT_COLUMNS, known_metric_names, parse_metric, parse_metrics
+from duckrank.evaluation import (
+    COUNT_COLUMNS,
+    UnrankedQueries,
+    known_metric_names,
+    parse_metric,
+    parse_metrics,
+)
 from duckrank.metrics import METRICS, by_name
 
 GUIDE = {  # the guide's table: top-4 (max_k) and top-2
@@ -81,12 +88,18 @@ def test_counts_of_scored_unjudged_and_unranked_queries_by_system() -> None:
         "score": [1.0] * 5,
     })
     qrels = pd.DataFrame({"user": [1, 2, 4], "item": [10, 20, 40], "grade": [1, 1, 1]})
-    result = duckrank.evaluate(run, qrels, ["hitrate"], by="system")
+    with pytest.warns(UnrankedQueries, match="3 judged queries"):
+        result = duckrank.evaluate(run, qrels, ["hitrate"], by="system")
     assert result["system"].tolist() == ["A", "B"]
     # A: users 1 and 2 scored (both hit), 3 unjudged, 4 unranked.
     # B: user 1 scored (misses: it recommends 11), 9 unjudged, 2 and 4 unranked.
     assert result[list(COUNT_COLUMNS)].values.tolist() == [[2, 1, 1, 0], [1, 1, 2, 0]]
-    assert result["hitrate"].tolist() == [1.0, 0.0]
+    # An unranked judged user scores 0 (duckrank's convention): A (1 + 1 + 0) / 3, B 0 / 3;
+    # trec_eval's leaves them out: A (1 + 1) / 2, B 0 / 1.
+    assert result["hitrate"].tolist() == [2 / 3, 0.0]
+    with pytest.warns(UnrankedQueries, match="left out of the means"):
+        trec = duckrank.evaluate(run, qrels, ["hitrate"], by="system", convention="trec_eval")
+    assert trec["hitrate"].tolist() == [1.0, 0.0]
 
 
 def test_tied_scores_keep_every_item_in_trec_eval_order() -> None:
@@ -152,7 +165,7 @@ def test_every_usable_metric_in_the_registry_runs_from_its_name() -> None:
         direct = con.execute(
             f"SELECT {parsed.name}(['1', '3', '2', '6'], {truth}{k})"
         ).fetchall()[0][0]
-        value = result[request][0]
+        value = result[parsed.column(graded=False)][0]  # err@3 is err(max_grade=4)@3
         if isinstance(direct, str):  # trec_eval's relstring
             assert value == direct, request
             continue
@@ -458,7 +471,7 @@ def test_uhugeint_against_signed_ids_is_an_error_naming_the_cast() -> None:
         duckrank.evaluate(run, qrels, ["mrr"], connection=con)
     result = duckrank.evaluate(run, qrels, ["mrr"], connection=con, ids="varchar")
     assert result[list(COUNT_COLUMNS)].values.tolist() == [[1, 0, 1, 0]]
-    assert result["mrr"][0] == 1.0
+    assert result["mrr"][0] == 0.5  # 2^64 - 1 ranked (1.0), 2^64 unranked (0)
 
 
 # --- cut-off lists and ranges (issue 15) ---------------------------------------------------------
@@ -548,8 +561,16 @@ def _tied_long_run(queries: int = 40, rows: int = 60, seed: int = 19) -> pa.Tabl
 
 def _ranked_queries(con, run, qrels, metrics: list[str]) -> list[str]:
     """The SQL of each range of query ids that evaluate(per_user=True) runs."""
-    with duckrank.evaluation.evaluation(con, run, qrels, metrics, per_user=True) as result:
-        return [sql for sql, _ in result.queries()]
+    made = []
+    scored_sql = duckrank.evaluation._scored_sql
+
+    def spy(*args):
+        made.append(scored_sql(*args)[0])
+        return scored_sql(*args)
+
+    with mock.patch.object(duckrank.evaluation, "_scored_sql", spy), \
+            duckrank.evaluation.evaluation(con, run, qrels, metrics, per_user=True):
+        return made
 
 
 CUTOFF_METRICS = ["ndcg@3", "map@3", "P@3", "recall@5", "mrr@5", "auc@5", "hitrate@2",
@@ -571,9 +592,9 @@ def test_cut_off_metrics_rank_only_the_top_k_and_give_the_whole_lists_values(ran
     """Every metric has a cut-off and the lists are 12x the largest (5): evaluate ranks each
     query's top 5 (duckrank_top_k, or DuckDB's max over {score, item} without the native step)
     instead of sorting its 60 rows. The expected values are the documented definition: each
-    metric of the query's whole to_ordered_list(item, score, '-reverse') list and the qrels'
-    truth, computed here in SQL row by row; ties (equal scores, -0.0 against 0.0, NaN, repeated
-    items) must come out in the same order."""
+    metric of the query's whole list (to_ordered_list by score, then by the item's text,
+    descending) and the qrels' truth, computed here in SQL row by row; ties (equal scores, -0.0
+    against 0.0, NaN, repeated items) must come out in the same order."""
     con, aggregate = ranking_con
     run = _tied_long_run()
     rng = np.random.default_rng(7)
@@ -594,8 +615,8 @@ def test_cut_off_metrics_rank_only_the_top_k_and_give_the_whole_lists_values(ran
         options = "".join(f", {name} := '{value}'" for name, value in parsed.options)
         calls.append(f"{parsed.name}(rec, truth, {parsed.k}{options})")
     expected = con.execute(f"""
-        WITH r AS (SELECT user, to_ordered_list(item, score, '-reverse') AS rec FROM run_table
-                   GROUP BY user),
+        WITH r AS (SELECT user, to_ordered_list(item, {{'k': score, 't': item::VARCHAR}},
+                                                '-reverse') AS rec FROM run_table GROUP BY user),
              t AS (SELECT user, {truth} AS truth FROM qrels_table GROUP BY user)
         SELECT user, {', '.join(calls)} FROM (SELECT * FROM r JOIN t USING (user)) ORDER BY user
     """).df()

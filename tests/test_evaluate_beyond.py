@@ -116,7 +116,8 @@ def test_by_groups_by_hand(shared) -> None:
     user 2 (0 + 4) / 2 = 2: 1.0.
     System NULL: user 1 [20]: coverage 0.1; arp 1.0.
     ndcg@2 (qrels: user 1 {20}, user 2 {10}): a: user 1 1/log2(3), user 2 1/log2(3);
-    b: user 1 0, user 2 1/log2(3) -> mean 1/(2 log2 3); NULL: user 1 1."""
+    b: user 1 0, user 2 1/log2(3) -> mean 1/(2 log2 3); NULL: user 1 1, user 2 (judged, not
+    ranked by that group) 0 -> 0.5."""
     run = pd.DataFrame({
         "system": ["a", "a", "a", "a", "a", "b", "b", "b", None],
         "user": [1, 1, 1, 2, 2, 1, 2, 2, 1],
@@ -129,7 +130,7 @@ def test_by_groups_by_hand(shared) -> None:
                             train=train, catalog_size=10, connection=shared)
     assert got["system"].tolist()[:2] == ["a", "b"] and pd.isna(got["system"][2])
     third = 1 / np.log2(3)
-    assert got["ndcg@2"].tolist() == pytest.approx([third, third / 2, 1.0], abs=1e-12)
+    assert got["ndcg@2"].tolist() == pytest.approx([third, third / 2, 0.5], abs=1e-12)
     assert got["catalog_coverage@2"].tolist() == pytest.approx([0.3, 0.3, 0.1], abs=1e-12)
     assert got["arp@2"].tolist() == pytest.approx([2.5, 1.0, 1.0], abs=1e-12)
 
@@ -210,3 +211,21 @@ def test_views_are_dropped(data, shared) -> None:
                       query_column="uid", train=data["train"], other=data["other"],
                       connection=shared)
     assert (count(views), count(tables)) == (before, 0)
+
+
+def test_a_side_file_is_read_by_its_exact_name(shared, tmp_path: Path) -> None:
+    """``train='train[1].csv'`` names that file, not the glob pattern matching ``train1.csv``
+    (issue 25). By hand: user 1's top 2 is [10, 20]; in train[1].csv item 10 is rated twice and
+    20 once: arp (2 + 1) / 2 = 1.5 (train1.csv, where 10 is rated once, would give 1.0)."""
+    run = pd.DataFrame({"user": [1, 1], "item": [10, 20], "score": [2.0, 1.0]})
+    qrels = pd.DataFrame({"user": [1], "item": [20]})
+    pd.DataFrame({"user": [1, 2, 3], "item": [10, 10, 20]}).to_csv(tmp_path / "train[1].csv",
+                                                                   index=False)
+    pd.DataFrame({"user": [1, 2], "item": [10, 20]}).to_csv(tmp_path / "train1.csv", index=False)
+    got = duckrank.evaluate(run, qrels, ["arp@2"], train=str(tmp_path / "train[1].csv"),
+                            connection=shared)
+    assert got["arp@2"].tolist() == [1.5]
+    with pytest.raises(ValueError, match=r"train='.*nope\.csv': the train file '.*nope\.csv' "
+                                         "does not exist"):
+        duckrank.evaluate(run, qrels, ["arp@2"], train=str(tmp_path / "nope.csv"),
+                          connection=shared)

@@ -117,15 +117,16 @@ def test_peak_memory_does_not_grow_with_the_number_of_users(tmp_path):
 # they rank by the top K. Ranges of 200,000 input rows (ROWS_PER_BUCKET, 3,000,000 by default)
 # make the small files behave as large ones.
 LONG_PEAK = """
-    import json, sys
+    import inspect, json, sys
     import duckrank
     from duckrank import evaluation
     evaluation.ROWS_PER_BUCKET = 200_000
     ranges, ranked = [], []
     buckets, scored_sql = evaluation._buckets, evaluation._scored_sql
     evaluation._buckets = lambda *a: ranges.extend(buckets(*a)) or ranges
-    # _scored_sql's last two arguments: top_k, native_key.
-    evaluation._scored_sql = lambda *a: ranked.append(a[-2]) or scored_sql(*a)
+    # _scored_sql's top_k argument, by name
+    top_k = lambda *a: inspect.signature(scored_sql).bind(*a).arguments["top_k"]
+    evaluation._scored_sql = lambda *a: ranked.append(top_k(*a)) or scored_sql(*a)
     con = duckrank.connect()
     con.execute("SET threads = 2")
     frame = duckrank.evaluate(sys.argv[1], sys.argv[2], "ndcg@5", connection=con)

@@ -10,14 +10,17 @@ with ``GROUP BY``, and the Holm or Bonferroni correction as window functions ove
 family of comparisons.
 Python only lays out the few result rows.
 
-A query the qrels judge and some system ranked, but another system did not rank, scores 0 for that
-system (trec_eval -c and ranx's ``make_comparable`` count it the same way): a system that returns
+The per-query values are ``duckrank.evaluate``'s (``per_user=True``), so a report's means are
+evaluate's means. Every query the qrels judge is scored for every system: a judged query a system
+did not rank is scored for it as an empty list (0 on ndcg, recall, map, mrr and precision;
+trec_eval -c and ranx's ``make_comparable`` count it the same way), since a system that returns
 nothing for a query has failed it, and leaving the query out would reward a system for skipping
-hard queries and break the pairing the tests need. A metric undefined on a query for every system
-that ranked it (ndcg where no item is relevant) stays undefined (NULL) for all: it enters neither
-the means nor the tests. Queries that no system ranked are left out: they would add 0 to every
-system (the same zero difference to every pair), and ``duckrank evaluate`` counts them as
-``unranked``.
+hard queries and break the pairing the tests need. That holds for queries that no system ranked
+too: they count 0 in every system's mean and enter the tests as zero differences, as in
+``evaluate`` and trec_eval -c. A metric undefined on a query (ndcg where no item is relevant) stays
+undefined (NULL) for every system: it enters neither the means nor the tests. One
+``UnrankedQueries`` warning per system that left judged queries unranked names the system and
+counts them; ``frame()``'s ``filled`` column counts the values they give.
 """
 
 from __future__ import annotations
@@ -36,23 +39,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from duckrank.engines.duckdb import connect, register
 from duckrank.evaluation import (
-    PYTHON,
     ColumnNames,
     DroppedRows,
-    Spelling,
+    UnrankedQueries,
     as_relation,
     column_names,
     evaluation,
     is_beyond,
+    is_polars,
     needed_functions,
     reader_columns,
 )
 from duckrank.files.runs import file_format, read_file
-from duckrank.render.quoting import quote_identifier
+from duckrank.render.quoting import latex_text, markdown_text, plain_text, quote_identifier
+from duckrank.render.spelling import PYTHON, Spelling
+from duckrank.stats.t_test import student_t
 
 if TYPE_CHECKING:
     import pandas
@@ -74,6 +80,7 @@ LEGEND_WIDTH = 100  # the text table's legend is wrapped to this many characters
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 SUPERSCRIPTS = "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ𐞥ʳˢᵗᵘᵛʷˣʸᶻ"
 TABLES = ("summary", "comparisons")
+_NOTES_SHOWN = 5  # comparisons without a p-value named in the legend (all in the frame)
 
 
 @dataclass(frozen=True)
@@ -192,10 +199,6 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
-def _is_polars(table: Any) -> bool:
-    return type(table).__module__.split(".")[0] == "polars"
-
-
 # --- the report ----------------------------------------------------------------------------------
 
 def _fixed(value: float | None, digits: int) -> str:
@@ -206,15 +209,6 @@ def _fixed(value: float | None, digits: int) -> str:
 
 def _plain(value: Any) -> Any:
     return None if isinstance(value, float) and math.isnan(value) else value
-
-
-_LATEX_SPECIAL = {c: "\\" + c for c in "&%$#_{}"} | {
-    "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
-}
-
-
-def _latex(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
 
 
 @dataclass(frozen=True)
@@ -260,18 +254,23 @@ class Report:
 
     def frame(self, table: str = "summary") -> pandas.DataFrame | Any:
         """``'summary'``: one row per (system, metric): ``system, letter, metric, n`` (queries
-        in the mean), ``filled`` (of them, judged queries the system did not rank, scored 0),
+        in the mean), ``filled`` (of them, judged queries the system did not rank, scored as
+        an empty list: 0 on ndcg, map, mrr, recall, precision),
         ``mean, ci_low, ci_high, beats`` (the letters of the systems it beats significantly).
         ``'comparisons'``: one row per comparison made: ``metric, system, other, n,
         mean_diff`` (system - other), ``statistic`` (t or Wilcoxon's; NULL for the
-        randomization test), ``p_value, p_adjusted, significant`` and, against a baseline,
-        ``ci_low, ci_high``: the paired bootstrap interval of the difference."""
+        randomization test), ``p_value, p_adjusted, significant``, against a baseline
+        ``ci_low, ci_high`` (the paired bootstrap interval of the difference), and ``note``: why
+        ``p_value`` is NULL (every difference equal under the t-test, fewer than 2 pairs, a value
+        that is not finite), NULL when there is one."""
         return self._frame(self._table(table))
 
     @property
     def per_query(self) -> pandas.DataFrame | Any:
         """The values every number of the report comes from: ``system, query, metric, value``,
-        one row per system, query and metric (0 for a judged query the system did not rank)."""
+        one row per system, judged query and metric (a query the system did not rank is scored
+        as an empty list: 0 on ndcg, map, mrr, recall, precision; NaN where the metric is
+        undefined)."""
         return self._frame(self.per_query_values)
 
     # -- text --------------------------------------------------------------------------------
@@ -291,10 +290,12 @@ class Report:
     def _superscript(self, letters: str) -> str:
         return "".join(SUPERSCRIPTS[LETTERS.index(c)] for c in letters)
 
-    def _rows(self, digits: int, marks: Any = None) -> list[list[str]]:
+    def _rows(self, digits: int, marks: Any = None, name: Any = str) -> list[list[str]]:
+        """One row per system: its letter, ``name(system)`` (quoted for the output's language)
+        and its cells."""
         marks = marks or self._superscript
         return [
-            [LETTERS[i], system,
+            [LETTERS[i], name(system),
              *(self._cell(system, m, digits, marks(self._marks(system, m))) for m in self.metrics)]
             for i, system in enumerate(self.systems)
         ]
@@ -315,20 +316,28 @@ class Report:
         if o.level is not None:
             lines.append(f"[low, high]: {o.level * 100:g}% percentile bootstrap interval of the "
                          f"mean ({o.trials:,} resamples, seed {o.seed}).")
+        notes = [row for row in self.comparisons.to_pylist() if row["note"] is not None]
+        for row in notes[:_NOTES_SHOWN]:
+            lines.append(f"No p-value for {row['metric']}, {row['system']} vs {row['other']}: "
+                         f"{row['note']}.")
+        if len(notes) > _NOTES_SHOWN:
+            lines.append(f"{len(notes) - _NOTES_SHOWN} more comparisons have no p-value "
+                         "(frame('comparisons')'s note column says why).")
         filled = sum(self.summary["filled"].to_pylist())
         if filled:
-            lines.append(f"{filled} (system, query, metric) values of judged queries a system "
-                         "did not rank are 0 (frame()'s 'filled' column).")
+            lines.append(f"{filled} (system, query, metric) values are of judged queries a "
+                         "system did not rank, scored as an empty list (0 on ndcg, map, mrr, "
+                         "recall, precision; frame()'s 'filled' column).")
         return lines
 
     def table(self, digits: int = DIGITS) -> str:
         """The systems x metrics table as aligned text, rounded to ``digits`` decimals."""
-        header = ["#", "system", *self.metrics]
-        rows = self._rows(digits)
+        header = ["#", "system", *map(plain_text, self.metrics)]
+        rows = self._rows(digits, name=plain_text)
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
                  for r in [header, ["-" * w for w in widths], *rows]]
-        legend = [textwrap.fill(sentence, LEGEND_WIDTH, break_on_hyphens=False)
+        legend = [textwrap.fill(plain_text(sentence), LEGEND_WIDTH, break_on_hyphens=False)
                   for sentence in self.legend()]
         return "\n".join([*lines, "", *legend]) + "\n"
 
@@ -336,14 +345,15 @@ class Report:
         return self.table()
 
     def to_markdown(self, digits: int = DIGITS) -> str:
-        """A Markdown (GitHub) table, then the legend as a paragraph."""
+        """A Markdown (GitHub) table, then the legend as a paragraph. Systems' and metrics'
+        names are shown as written (``markdown_text``: no HTML, emphasis, links or math)."""
         def row(values: Sequence[str]) -> str:
-            return "| " + " | ".join(v.replace("|", "\\|") for v in values) + " |"
+            return "| " + " | ".join(values) + " |"
 
-        lines = [row(["#", "system", *self.metrics]),
+        lines = [row(["#", "system", *map(markdown_text, self.metrics)]),
                  "| --- | --- |" + " ---: |" * len(self.metrics),
-                 *(row(r) for r in self._rows(digits))]
-        return "\n".join([*lines, "", " ".join(self.legend())]) + "\n"
+                 *(row(r) for r in self._rows(digits, name=markdown_text))]
+        return "\n".join([*lines, "", markdown_text(" ".join(self.legend()))]) + "\n"
 
     def to_latex(self, digits: int = DIGITS) -> str:
         """A LaTeX table with booktabs rules (``\\usepackage{booktabs}``); marks as
@@ -351,16 +361,13 @@ class Report:
         def marks(letters: str) -> str:
             return f"\\textsuperscript{{{letters}}}" if letters else ""
 
-        body = [
-            " & ".join([r[0], _latex(r[1]), *r[2:]]) + r" \\"
-            for r in self._rows(digits, marks)
-        ]
-        header = " & ".join(["", "System", *(_latex(m) for m in self.metrics)]) + r" \\"
+        body = [" & ".join(r) + r" \\" for r in self._rows(digits, marks, latex_text)]
+        header = " & ".join(["", "System", *map(latex_text, self.metrics)]) + r" \\"
         return "\n".join([
             r"\begin{table}[t]", r"\centering",
             r"\begin{tabular}{ll" + "r" * len(self.metrics) + "}",
             r"\toprule", header, r"\midrule", *body, r"\bottomrule", r"\end{tabular}",
-            r"\caption{" + _latex(" ".join(self.legend())) + "}",
+            r"\caption{" + latex_text(" ".join(self.legend())) + "}",
             r"\end{table}",
         ]) + "\n"
 
@@ -515,14 +522,24 @@ def _check_systems(systems: list[str], options: Options | None, spelling: Spelli
 
 def _evaluate_into(con: duckdb.DuckDBPyConnection, inputs: Inputs, run: str,
                    by: str | None, system: int | None, wide: str, first: bool) -> list[str]:
-    """Score ``run`` per query into the table ``wide`` (s, q, m0, m1, ...; created when
-    ``first``): ``s`` is the ``by`` column's value, or the constant ``system``. Returns the
-    metrics' labels. The rows go from DuckDB to DuckDB, never through Python."""
+    """Score ``run`` per query into the table ``wide`` (s, q, m0, m1, ..., ranked; created
+    when ``first``): ``s`` is the ``by`` column's value, or the constant ``system``; a row per
+    judged query and system, ``ranked`` false where the run has no list for it (evaluate's
+    empty list). Returns the metrics' labels. The rows go from DuckDB to DuckDB, never through
+    Python. The evaluation's own UnrankedQueries warning is not shown: ``_warn_unranked`` says
+    it per system, by name (with ``by`` the evaluation counts every system together)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnrankedQueries)
+        return _evaluate_rows(con, inputs, run, by, system, wide, first)
+
+
+def _evaluate_rows(con: duckdb.DuckDBPyConnection, inputs: Inputs, run: str,
+                   by: str | None, system: int | None, wide: str, first: bool) -> list[str]:
     with evaluation(con, con.sql(f"SELECT * FROM {run}"), inputs.qrels, inputs.metrics,
                     [by] if by is not None else [], True, inputs.names, inputs.ids,
-                    inputs.spelling, inputs.glob) as result:
-        labels = result.columns[(by is not None) + 1:]
-        names = ["q", *(f"m{i}" for i in range(len(labels)))]
+                    inputs.spelling, inputs.glob, ranked=True) as result:
+        labels = result.columns[(by is not None) + 1:-1]  # the last is duckrank_ranked
+        names = ["q", *(f"m{i}" for i in range(len(labels))), "ranked"]
         if by is None:
             select, aliases = f"SELECT {system} AS s, *", ", ".join(names)
         else:
@@ -553,13 +570,14 @@ class Inputs:
     @property
     def polars(self) -> bool:
         runs = [run for _, run in self.systems.runs] + [self.systems.long, self.qrels]
-        return any(map(_is_polars, runs))
+        return any(map(is_polars, runs))
 
 
 @dataclass(frozen=True)
 class _Scored:
     """The per-query values on the connection: ``table`` (system, query, metric, value,
-    filled; systems and metrics as indexes into ``systems`` and ``labels``)."""
+    filled: a value of a judged query the system did not rank; systems and metrics as indexes
+    into ``systems`` and ``labels``)."""
 
     table: str
     systems: list[str]
@@ -570,8 +588,8 @@ class _Scored:
 @contextmanager
 def _scored(con: duckdb.DuckDBPyConnection, inputs: Inputs,
             options: Options | None = None) -> Iterator[_Scored]:
-    """Score every system (``_per_query_table``), with the missing queries' zeros (the
-    module's docstring); ``options``' checks that need the systems' names run before any
+    """Score every system (``_per_query_table``), every judged query for each (the module's
+    docstring); ``options``' checks that need the systems' names run before any
     evaluation. Only the per-query table outlives the scoring: the runs parsed into tables and
     the evaluation's results are dropped before the tests and intervals run."""
     with _temporary(con) as temporary:
@@ -586,7 +604,9 @@ def _per_query_table(con: duckdb.DuckDBPyConnection, inputs: Inputs, options: Op
 
     One run file per system: each is read, scored and dropped in turn, so memory holds one
     run at a time (the qrels are read once per system). One long run with ``by``: one
-    evaluation with the system column as its ``by`` column."""
+    evaluation with the system column as its ``by`` column. Either way the evaluation scores
+    every judged query for every system (an unranked one as an empty list), and its rows are
+    the per-query values as they are: the report's means are ``duckrank.evaluate``'s."""
     systems_in, spelling = inputs.systems, inputs.spelling
     beyond = [text for text in inputs.metrics if is_beyond(text)]
     if beyond:  # before any file is read
@@ -615,27 +635,36 @@ def _per_query_table(con: duckdb.DuckDBPyConnection, inputs: Inputs, options: Op
                 column, systems = _systems_column(con, inputs, table, index)
                 _check_systems(systems, options, spelling)
                 labels = _evaluate_into(con, inputs, table, column, None, wide, True)
+            _warn_unranked(con, wide, index, systems)
             per_query = quote_identifier(kept("TABLE"))
             values = ", ".join(f"m{i}" for i in range(len(labels)))
             con.execute(f"""
                 CREATE TEMP TABLE {per_query} AS
-                WITH long AS (
-                  SELECT i.idx AS system, w.q AS query, unnest(range({len(labels)})) AS metric,
-                         unnest([{values}]) AS value
-                  FROM {wide} w JOIN {index} i ON w.s = i.value),
-                defined AS (SELECT query, metric FROM long GROUP BY ALL HAVING count(value) > 0),
-                queries AS (SELECT DISTINCT query FROM long)
-                SELECT s.idx AS system, q.query, m.range AS metric,
-                       CASE WHEN l.system IS NOT NULL THEN l.value
-                            WHEN d.query IS NOT NULL THEN 0.0 END AS value,
-                       l.system IS NULL AND d.query IS NOT NULL AS filled
-                FROM {index} s CROSS JOIN queries q CROSS JOIN range({len(labels)}) m
-                LEFT JOIN long l ON l.system = s.idx AND l.query = q.query AND l.metric = m.range
-                LEFT JOIN defined d ON d.query = q.query AND d.metric = m.range""")
+                SELECT system, query, metric, value,
+                       NOT ranked AND value IS NOT NULL AS filled
+                FROM (SELECT i.idx AS system, w.q AS query, w.ranked,
+                             unnest(range({len(labels)})) AS metric, unnest([{values}]) AS value
+                      FROM {wide} w JOIN {index} i ON w.s = i.value)""")
             return per_query, systems, labels
     finally:
         for name in registered:
             con.unregister(name)
+
+
+def _warn_unranked(con: duckdb.DuckDBPyConnection, wide: str, index: str,
+                   systems: list[str]) -> None:
+    """One UnrankedQueries warning per system that has judged queries without a list, naming
+    it (in the systems' order)."""
+    counts = con.execute(f"""
+        SELECT i.idx, count(*) FROM {wide} w JOIN {index} i ON w.s = i.value
+        WHERE NOT w.ranked GROUP BY i.idx ORDER BY i.idx""").fetchall()
+    for idx, count in counts:
+        warnings.warn(
+            f"system {systems[idx]!r}: {count} judged "
+            f"{'query has' if count == 1 else 'queries have'} no list in the run: "
+            f"{'it is' if count == 1 else 'each is'} scored as an empty list (0 where the metric "
+            "is defined) and counted in the means and the tests (frame()'s 'filled' column "
+            "counts the values)", UnrankedQueries, stacklevel=6)
 
 
 def _long(con: duckdb.DuckDBPyConnection, scored: _Scored) -> pa.Table:
@@ -685,8 +714,13 @@ def _report(con: duckdb.DuckDBPyConnection, scored: _Scored, o: Options,
         params=interval if o.level is not None else {}).to_arrow_table().to_pylist()
 
     function, _, has_statistic = TESTS[o.test]
-    test_call = call(function, "x.value, y.value",
-                     resampling if o.test == "randomization" else {})
+    # The t-test of a report is computed from DuckDB's count, avg and var_samp (Welford: exact
+    # digits even when the differences are constant, where paired_ttest's one-pass sums refuse
+    # the whole query) with paired_ttest's formula (``student_t``); a cell without a p-value
+    # gets its reason (``_note``) and the rest of the report stands.
+    test_call = ("struct_pack(variance := var_samp(x.value - y.value))" if o.test == "t"
+                 else call(function, "x.value, y.value",
+                           resampling if o.test == "randomization" else {}))
     difference = (f", {call('paired_bootstrap_ci', 'x.value, y.value', interval)} AS d"
                   if o.level is not None and o.baseline is not None
                   else ", NULL::STRUCT(ci_low DOUBLE, ci_high DOUBLE) AS d")
@@ -695,23 +729,29 @@ def _report(con: duckdb.DuckDBPyConnection, scored: _Scored, o: Options,
         params |= resampling
     if o.level is not None and o.baseline is not None:
         params |= interval
-    tested = quote_identifier(temporary("TABLE"))
-    con.execute(f"""
-        CREATE TEMP TABLE {tested} AS
-        SELECT metric, a, b, n, mean_diff,
-               {'t.statistic' if has_statistic else 'NULL::DOUBLE'} AS statistic,
-               t.p_value AS p_value, d.ci_low AS ci_low, d.ci_high AS ci_high
+    statistic = ("NULL::DOUBLE" if o.test == "t" or not has_statistic else "t.statistic")
+    p_value = "NULL::DOUBLE" if o.test == "t" else "t.p_value"
+    variance = "t.variance" if o.test == "t" else "NULL::DOUBLE"
+    cells = con.sql(f"""
+        SELECT metric, a, b, n, mean_diff, {statistic} AS statistic, {p_value} AS p_value,
+               d.ci_low AS ci_low, d.ci_high AS ci_high, {variance} AS variance, lowest,
+               highest, not_finite
         FROM (
           SELECT x.metric, p.a, p.b, count(x.value - y.value) AS n,
-                 avg(x.value - y.value) AS mean_diff, {test_call} AS t{difference}
+                 avg(x.value - y.value) AS mean_diff, {test_call} AS t{difference},
+                 min(x.value - y.value) AS lowest, max(x.value - y.value) AS highest,
+                 count(*) FILTER (WHERE NOT isfinite(x.value - y.value)) AS not_finite
           FROM (VALUES {', '.join(f'({a}, {b})' for a, b in pairs)}) p(a, b)
           JOIN {per_query} x ON x.system = p.a
           JOIN {per_query} y ON y.system = p.b AND y.query = x.query AND y.metric = x.metric
-          GROUP BY ALL)""", params)
+          GROUP BY ALL)""", params=params).to_arrow_table()
+    tested = _tested(cells, o.test, labels, systems)
+    name = temporary("registered")
+    con.register(name, tested)
     compared = con.sql(f"""
         SELECT metric, a, b, n, mean_diff, statistic, p_value, p_adjusted,
-               coalesce(p_adjusted <= $alpha, false) AS significant, ci_low, ci_high
-        FROM ({adjusted_sql(tested, o.correction)}) ORDER BY metric, a, b""",
+               coalesce(p_adjusted <= $alpha, false) AS significant, ci_low, ci_high, note
+        FROM ({adjusted_sql(quote_identifier(name), o.correction)}) ORDER BY metric, a, b""",
         params={"alpha": o.alpha}).to_arrow_table().to_pylist()
 
     marks = _marks(compared)
@@ -734,9 +774,53 @@ def _report(con: duckdb.DuckDBPyConnection, scored: _Scored, o: Options,
         "significant": pa.array([r["significant"] for r in compared], pa.bool_()),
         **{name: pa.array([r[name] for r in compared], pa.float64())
            for name in ("ci_low", "ci_high")},
+        "note": pa.array([r["note"] for r in compared], pa.string()),
     })
     return Report(tuple(systems), tuple(labels), o, summary_table, comparisons_table,
                   _long(con, scored), polars)
+
+
+def _tested(cells: pa.Table, test: str, labels: list[str], systems: list[str]) -> pa.Table:
+    """The comparisons' rows (metric, a, b, n, mean_diff, statistic, p_value, ci_low, ci_high,
+    note): for the t-test, t and p from n, mean_diff and the variance; for every test, where
+    p_value is NULL, ``note`` says why."""
+    rows = cells.to_pylist()
+    if test == "t":
+        nan = float("nan")
+        statistic, p_value = student_t(
+            np.array([r["n"] for r in rows], dtype=np.float64),
+            np.array([nan if r["mean_diff"] is None else r["mean_diff"] for r in rows]),
+            np.array([nan if r["variance"] is None else r["variance"] for r in rows]))
+        for row, t, p in zip(rows, statistic.tolist(), p_value.tolist(), strict=True):
+            # Equal differences have no variance: t is ±inf or 0/0 (scipy says inf, p = 0),
+            # a statistic the t distribution does not describe; paired_ttest refuses them.
+            constant = row["lowest"] is not None and row["lowest"] == row["highest"]
+            row["statistic"], row["p_value"] = (None, None) if constant else (_plain(t), _plain(p))
+    for row in rows:
+        row["note"] = None if row["p_value"] is not None else _note(row, test)
+    names = ("metric", "a", "b", "n", "mean_diff", "statistic", "p_value", "ci_low", "ci_high",
+             "note")
+    types = {"metric": pa.int64(), "a": pa.int64(), "b": pa.int64(), "n": pa.int64(),
+             "note": pa.string()}
+    return pa.table({name: pa.array([r[name] for r in rows], types.get(name, pa.float64()))
+                     for name in names})
+
+
+def _note(row: dict[str, Any], test: str) -> str:
+    """Why a comparison has no p-value."""
+    if row["not_finite"]:
+        return (f"{_plural(row['not_finite'], 'difference')} not finite (NaN or infinite): "
+                "no p-value is defined")
+    if row["n"] < 2:
+        return (f"{row['n']} {'query' if row['n'] == 1 else 'queries'} with a value for both "
+                "systems; a test needs 2")
+    if row["lowest"] == row["highest"]:
+        value = f"{row['lowest']:+.{DIGITS}g}" if row["lowest"] else "0"
+        if test == "t":
+            return (f"every difference is {value}: no variance, so no t statistic (the "
+                    "randomization test gives a p-value)")
+        return f"every difference is {value}"
+    return "the test is undefined for these values"
 
 
 # The statistical tests and intervals a report may call, besides the metrics.
@@ -790,8 +874,13 @@ def compare(
     bootstrap intervals' confidence level (``trials`` resamples; None for none): each system's
     mean, and with a baseline the paired difference to it. ``seed`` seeds the resampling.
 
-    A judged query a system did not rank scores 0 for it (as trec_eval -c); see the module's
-    docstring and docs/compare.md.
+    Every judged query is scored for every system, as ``duckrank.evaluate`` scores it (each
+    system's mean is evaluate's for its run): a judged query a system did not rank is an empty
+    list, 0 on ndcg, map, mrr, recall, precision (as trec_eval -c), even when no system ranked it;
+    a metric undefined on a query (no relevant item) is NULL for every system and left out of the
+    means and tests. Each system with unranked judged queries gets one ``UnrankedQueries`` warning
+    naming it; ``frame()``'s ``filled`` counts them. See the module's docstring and
+    docs/compare.md.
     """
     if isinstance(metrics, str):
         metrics = [metrics]

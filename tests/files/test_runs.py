@@ -37,9 +37,12 @@ def test_a_text_score_in_a_csv_run_is_rejected_naming_file_line_and_value(tmp_pa
                "'2,x,n/a'")
     with pytest.raises(ValueError, match=re.escape(message)):
         evaluate(run, qrels, ["mrr"])
-    # Without the bad line the scores are numbers: a ranks first, mrr 1 (was 1/3 as text).
+    # Without the bad line the scores are numbers: a ranks first, mrr 1 (was 1/3 as text);
+    # query 2, judged but now without a list, scores 0 by default (1.0 under trec_eval's rule).
     _write(run, RUN_LINES[:-1])
-    assert evaluate(run, qrels, ["mrr"])["mrr"][0] == 1.0
+    with pytest.warns(UserWarning, match="1 judged queries have no list"):
+        assert evaluate(run, qrels, ["mrr"])["mrr"][0] == 0.5
+        assert evaluate(run, qrels, ["mrr"], convention="trec_eval")["mrr"][0] == 1.0
 
 
 def test_cli_rejects_a_text_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -595,9 +595,9 @@ def test_recpack(db, k):
 
 
 def test_evaluate_passes_the_options(db):
-    # duckrank.evaluate() breaks score ties by item, descending, as the lists here are built, and
-    # averages over the users on both sides (it skips queries without a run list): the same
-    # means as the SQL over those users. (It returns a pandas DataFrame.)
+    # duckrank.evaluate() breaks score ties by the item's text form, descending (trec_eval's
+    # order: '9' before '10'), and scores a judged user without a list as an empty list: the same
+    # means as the SQL over every judged user's list, so ordered. (It returns a pandas DataFrame.)
     pytest.importorskip("pandas")
     run = pa.table({"query": [u for u, _, _ in REC_ROWS], "item": [i for _, i, _ in REC_ROWS],
                     "score": [float(s) for _, _, s in REC_ROWS]})
@@ -610,7 +610,12 @@ def test_evaluate_passes_the_options(db):
     }
     result = duckrank.evaluate(run, qrels, list(requests))
     for request, call in requests.items():
-        expected = mean(per_user(db, call, both_sides=True))
+        expected = mean(dict(db.execute(f"""
+            WITH truth AS (SELECT u, list(i) AS truth FROM truth_long GROUP BY u),
+                 rec AS (SELECT u, list(i ORDER BY s DESC, i::VARCHAR DESC) AS rec
+                         FROM rec_long GROUP BY u)
+            SELECT u, {call} FROM (SELECT u, coalesce(rec, []::INTEGER[]) AS rec, truth
+                                   FROM truth LEFT JOIN rec USING (u))""").fetchall()))
         assert float(result[request].iloc[0]) == pytest.approx(expected, abs=1e-12), request
 
 

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -91,17 +92,58 @@ def test_means_p_values_and_marks_equal_ranx(shared, data) -> None:
 
 
 def test_missing_query_scores_zero(shared, data) -> None:
+    """'low' did not rank query 5: it is scored as an empty list (ndcg 0, as trec_eval -c and
+    duckrank.evaluate score it), counted in n and in filled, and the report's mean is evaluate's.
+    Hand check: trec_eval's convention leaves query 5 out (the mean of the 39 ranked queries;
+    binary grades and distinct scores, so its ndcg@10 is the default's), and adding the 0 for
+    query 5 makes that mean 39/40 of itself."""
     runs, qrels = data
-    report = _compare(shared, runs, qrels, ["ndcg@10"], test="t", level=None)
+    with pytest.warns(duckrank.evaluation.UnrankedQueries) as caught:
+        report = _compare(shared, runs, qrels, ["ndcg@10"], test="t", level=None)
+    assert [str(w.message).split(":")[0] for w in caught] == ["system 'low'"]  # once, by name
     values = report.per_query
     low = values[(values["system"] == "low") & (values["query"] == 5)]
     assert isinstance(values, pd.DataFrame)  # pandas in, pandas out
-    assert low["value"].tolist() == [0.0]  # 'low' did not rank query 5: 0, as trec_eval -c
+    assert low["value"].tolist() == [0.0]
     row = report.frame().set_index("system").loc["low"]
     assert (row["n"], row["filled"]) == (QUERIES, 1)
-    # Hand check: the mean over all QUERIES queries, the missing one counted as 0.
-    scored = duckrank.evaluate(runs["low"], qrels, "ndcg@10", connection=shared)["ndcg@10"][0]
-    assert row["mean"] == pytest.approx(scored * (QUERIES - 1) / QUERIES, abs=1e-12)
+    with pytest.warns(duckrank.evaluation.UnrankedQueries):
+        scored = duckrank.evaluate(runs["low"], qrels, "ndcg@10", connection=shared)
+        skipped = duckrank.evaluate(runs["low"], qrels, "ndcg@10", convention="trec_eval",
+                                    connection=shared)
+    assert (scored["unranked"][0], skipped["scored"][0]) == (1, QUERIES - 1)
+    assert row["mean"] == pytest.approx(scored["ndcg@10"][0], abs=1e-15)
+    assert row["mean"] == pytest.approx(skipped["ndcg@10"][0] * (QUERIES - 1) / QUERIES,
+                                        abs=1e-12)
+
+
+def test_query_no_system_ranked_scores_zero_for_every_system(shared) -> None:
+    """Queries 1-3 each have one relevant item (item q); with by='system', x ranks query 1 and
+    y queries 1 and 2; nobody ranks query 3, and query 4 is not judged. Hand calculation (mrr):
+    x: q1 [2, 1] -> 1/2, q2 and q3 empty -> 0, 0: mean 1/6, filled 2; y: q1 [1] -> 1,
+    q2 [5, 2] -> 1/2, q3 -> 0: mean 1/2, filled 1. Query 3 is in both means and pairs as a
+    zero difference: x - y = -1/2, -1/2, 0, mean -1/3 over n = 3. Query 4 (unjudged) is in
+    neither. evaluate's means are the same. One UnrankedQueries warning per system, by name
+    (the evaluation's own, over both systems, is not shown)."""
+    qrels = pd.DataFrame({"query": [1, 2, 3], "item": [1, 2, 3], "grade": [1, 1, 1]})
+    run = pd.DataFrame({"system": ["x", "x", "y", "y", "y", "x"], "query": [1, 1, 1, 2, 2, 4],
+                        "item": [2, 1, 1, 5, 2, 4], "score": [2.0, 1.0, 1.0, 2.0, 1.0, 1.0]})
+    with pytest.warns(duckrank.evaluation.UnrankedQueries) as caught:
+        report = _compare(shared, run, qrels, ["mrr"], by="system", test="t", level=None,
+                          correction=None)
+    assert [str(w.message).split(" no list")[0] for w in caught] == [
+        "system 'x': 2 judged queries have", "system 'y': 1 judged query has"]
+    values = {(r.system, r.query): r.value for r in report.per_query.itertuples()}
+    assert values == {("x", 1): 0.5, ("x", 2): 0.0, ("x", 3): 0.0,
+                      ("y", 1): 1.0, ("y", 2): 0.5, ("y", 3): 0.0}
+    summary = report.frame().set_index("system")
+    assert summary["n"].tolist() == [3, 3] and summary["filled"].tolist() == [2, 1]
+    assert summary["mean"].tolist() == pytest.approx([1 / 6, 1 / 2], abs=1e-15)
+    comparison = report.frame("comparisons").iloc[0]
+    assert (comparison["n"], comparison["mean_diff"]) == (3, pytest.approx(-1 / 3, abs=1e-15))
+    with pytest.warns(duckrank.evaluation.UnrankedQueries):
+        scored = duckrank.evaluate(run, qrels, "mrr", by="system", connection=shared)
+    assert scored["mrr"].tolist() == pytest.approx(summary["mean"].tolist(), abs=1e-15)
 
 
 def test_undefined_metric_stays_undefined(shared) -> None:
@@ -306,18 +348,22 @@ def test_only_the_per_query_table_outlives_the_scoring(shared, data, tmp_path) -
                        ).fetchall()
 
     before = temporary()
-    with _scored(con, inputs) as scored:
+    with pytest.warns(duckrank.evaluation.UnrankedQueries, match="system 'low': 1 judged"), \
+            _scored(con, inputs) as scored:
         left = [name for (name,) in temporary() if (name,) not in before]
         assert [f'"{name}"' for name in left] == [scored.table]
-        # 40 queries x 3 systems x 1 metric, 'low''s missing query filled with 0.
+        # Every judged query for every system: 40 queries x 3 systems x 1 metric; 'low''s
+        # unranked query 5 scored as an empty list, 0, the one filled value.
         assert con.sql(f"SELECT count(*), sum(filled::INT) FROM {scored.table}"
                        ).fetchall() == [(QUERIES * 3, 1)]
+        assert con.sql(f"SELECT value FROM {scored.table} WHERE filled").fetchall() == [(0.0,)]
     assert temporary() == before
 
 
 def test_dropped_rows_warning_names_the_system(shared, data) -> None:
     """Each run file is scored on its own: a warning about rows left out says whose (hand
-    calculation: one NULL score in 'mid', so 1 run row left out)."""
+    calculation: one NULL score in 'mid', so 1 run row left out), and so does the warning about
+    judged queries without a list ('low' does not rank query 5: 1 query), each once."""
     runs, qrels = data
     mid = pa.Table.from_pandas(runs["mid"], preserve_index=False)
     scores = mid["score"].to_pylist()
@@ -325,5 +371,75 @@ def test_dropped_rows_warning_names_the_system(shared, data) -> None:
     with pytest.warns(duckrank.evaluation.DroppedRows) as caught:
         _compare(shared, {"low": runs["low"], "mid": mid}, qrels, ["ndcg@10"], test="t",
                  level=None)
-    messages = [str(w.message) for w in caught]
-    assert len(messages) == 1 and messages[0].startswith("system 'mid': left out 1 run rows")
+    messages = [(w.category, str(w.message)) for w in caught]
+    assert len(messages) == 2
+    assert messages[0][0] is duckrank.evaluation.DroppedRows
+    assert messages[0][1].startswith("system 'mid': left out 1 run rows")
+    assert messages[1][0] is duckrank.evaluation.UnrankedQueries
+    assert messages[1][1].startswith("system 'low': 1 judged query has no list in the run")
+
+
+def _two_by_one(shift_b: float = 0.0):
+    """Systems a (relevant item first) and b (relevant item last) on 6 queries: precision@1 and
+    ndcg@3 differ by exactly 1 on every query, and a copy of a differs from a by 0."""
+    qrels = pd.DataFrame([(q, 0, 1) for q in range(6)], columns=["query", "item", "grade"])
+    a = pd.DataFrame([(q, i, 10.0 - i) for q in range(6) for i in range(3)],
+                     columns=["query", "item", "score"])
+    b = a.assign(score=-a["score"] + shift_b)
+    return a, b, qrels
+
+
+def test_t_test_reports_constant_differences_instead_of_failing(shared) -> None:
+    """Issue 25, section 2: with test='t', one metric whose differences are all equal aborted the
+    whole report (paired_ttest refuses them); now that cell has a NULL p-value and its reason,
+    in the comparisons frame and the legend, and the other cells stand."""
+    a, b, qrels = _two_by_one()
+    c = a.assign(score=a["score"] * np.where(a["query"] < 3, 1, -1))  # varying differences
+    report = _compare(shared, {"a": a, "b": b, "c": c}, qrels, ["precision@1"], test="t",
+                      correction=None)
+    rows = {(r["system"], r["other"]): r for r in report.frame("comparisons").to_dict("records")}
+    constant = rows["a", "b"]
+    assert math.isnan(constant["p_value"]) and math.isnan(constant["statistic"])
+    assert not constant["significant"]
+    assert constant["note"].startswith("every difference is +1: no variance, so no t statistic")
+    varying = rows["a", "c"]  # differences 0, 0, 0, 1, 1, 1: scipy's ttest_rel
+    expected = stats_ttest([1.0] * 6, [1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    assert varying["p_value"] == pytest.approx(expected.pvalue, rel=1e-9)
+    assert varying["statistic"] == pytest.approx(expected.statistic, rel=1e-9)
+    assert varying["note"] is None or (isinstance(varying["note"], float)
+                                       and math.isnan(varying["note"]))
+    assert "No p-value for precision@1, a vs b: every difference is +1" in report.table()
+
+
+def stats_ttest(x, y):
+    from scipy import stats
+
+    return stats.ttest_rel(x, y)
+
+
+NASTY = "<img src=x onerror=alert(1)>*b*_c_[l](http://x) $\\alpha$ |\nrow \x1b[31m"
+
+
+def test_names_are_not_markup_in_any_format(shared) -> None:
+    """Issue 25, 1.9: a system name (a file stem, a tag column) is shown as written: in
+    Markdown no HTML, emphasis, link, math or row break; in LaTeX escaped; in the text table
+    its control characters shown as escapes (a newline split the row, ESC drove the
+    terminal)."""
+    a, b, qrels = _two_by_one()
+    report = _compare(shared, {NASTY: a, "plain": b}, qrels, ["precision@1"], baseline=NASTY,
+                      test="randomization", trials=100, correction=None)
+    markdown = report.to_markdown()
+    lines = markdown.splitlines()
+    assert len([line for line in lines if line.startswith("|")]) == 4  # header, rule, 2 rows
+    assert re.search(r"(?<!\\)<img", markdown) is None and "\x1b" not in markdown
+    row = next(line for line in lines if line.startswith("| a |"))
+    # Every markup character of the name is escaped (CommonMark: a backslash escapes any ASCII
+    # punctuation, so the cell renders as the name).
+    assert row.startswith("| a | \\<img src=x onerror=alert(1)\\>\\*b\\*\\_c\\_\\[l\\](http://x) "
+                          "\\$\\\\alpha\\$ \\|<br>row \\x1b\\[31m |")
+    latex = report.to_latex()
+    assert "\\$\\textbackslash{}alpha\\$" in latex and "\\_c\\_" in latex and "\n row" not in latex
+    text = report.table()
+    assert "\x1b" not in text and "\\x1b[31m" in text and "\\nrow" in text
+    assert len(text.splitlines()[2:4]) == 2 and all(line[0] in "ab" for line in
+                                                   text.splitlines()[2:4])
