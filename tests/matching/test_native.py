@@ -334,3 +334,21 @@ def test_grades_over_a_limit_and_a_limit_that_is_not_a_size(fast) -> None:
     with pytest.raises(duckdb.InvalidInputException,
                        match=r"duckrank_grades: memory_limit '2,5 MiB' is not a size"):
         fast.execute(query.format("2,5 MiB")).fetchall()
+
+
+def test_the_footer_names_the_c_api_version_the_sources_use() -> None:
+    """capi.h is the one place the C sources take their C API version from; the footer DuckDB
+    reads (native.C_API_VERSION) must name the same one."""
+    import re
+    from pathlib import Path
+
+    header = (Path(native.__file__).parent / "capi.h").read_text()
+    parts = [
+        re.search(rf"#define DUCKDB_EXTENSION_API_VERSION_{part} (\d+)", header).group(1)
+        for part in ("MAJOR", "MINOR", "PATCH")
+    ]
+    assert "v" + ".".join(parts) == native.C_API_VERSION
+    sources = Path(native.__file__).parent
+    for source in [*sources.glob("*.c"), *sources.glob("*.h")]:
+        if source.name != "capi.h":
+            assert "DUCKDB_EXTENSION_API_VERSION" not in source.read_text(), source

@@ -427,3 +427,47 @@ def test_a_macro_named_like_the_native_function_is_not_the_native_step(tmp_path)
         "SELECT recall_at([1, 2, 3], [4, 5, 6], 10), precision_at([1, 2, 3], [4, 5, 6], 3)"
     ).fetchall() == [(0.0, 0.0)]
     con.close()
+
+
+# --- the library is a build of the sources in the tree -----------------------------------------
+
+
+def test_the_library_was_built_from_the_sources_in_the_tree() -> None:
+    """scripts/build-native and setup.py compile the sources' SHA-256 into the library; a library
+    left from other sources (a failed build, an edit not rebuilt) fails here, and warns at load."""
+    library = native.library_path()
+    if library is None:
+        pytest.skip("the native step is not built")
+    tree = native.sources_hash(library.parent)
+    assert tree is not None and native.built_from(library) == tree
+    assert native.stale_reason() is None
+
+
+def test_a_library_built_from_other_sources_is_found(tmp_path: Path) -> None:
+    library = native.library_path()
+    if library is None:
+        pytest.skip("the native step is not built")
+    copy = tmp_path / library.name
+    shutil.copyfile(library, copy)
+    for source in native.sources.source_files(library.parent):
+        target = tmp_path / source.relative_to(library.parent)
+        target.parent.mkdir(exist_ok=True)
+        shutil.copyfile(source, target)
+    assert native.stale_reason(copy) is None
+    with (tmp_path / "match.c").open("a") as edited:
+        edited.write("/* an edit not rebuilt */\n")
+    reason = native.stale_reason(copy)
+    assert reason is not None and "rebuild it with scripts/build-native" in reason
+    # An installed wheel without its sources has nothing to compare with.
+    for source in native.sources.source_files(tmp_path):
+        source.unlink()
+    assert native.stale_reason(copy) is None
+
+
+def test_a_stale_library_warns_once_at_load(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "stale_reason", lambda library=None: "built from other sources")
+    con, warned = _connect()
+    assert native.is_loaded(con) and warned == [
+        "duckrank: the native matching step is stale: built from other sources"
+    ]
+    assert _connect()[1] == []

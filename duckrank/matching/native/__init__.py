@@ -34,15 +34,21 @@ docs/reliability.md ("The native matching step") has the rules, and what each ca
 
 A developer rebuilds the library from the C sources with ``scripts/build-native`` (every warning
 an error; ``--sanitize`` for an AddressSanitizer + UBSan build), which fails loudly where the
-install's optional build falls back to the SQL step in silence.
+install's optional build falls back to the SQL step in silence. Both builds compile in the SHA-256
+of the sources (``sources.py``); where the sources are next to the library (a checkout, not an
+installed wheel), ``stale_reason`` compares the two and ``load`` warns once per process when they
+differ, so a test never runs a library built from other sources than those in the tree without
+saying so (docs/contributing.md, "The native step").
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.machinery
 import os
+import re
 import stat
 import tempfile
 import warnings
@@ -51,12 +57,15 @@ from typing import NamedTuple
 
 import duckdb
 
+from duckrank.matching.native.sources import source_files, sources_hash
+
 # Must equal DUCKDB_EXTENSION_NAME in match.c: DuckDB finds the entry point by the file's name.
 EXTENSION_NAME = "duckrank_native"
-FUNCTION_NAME = "duckrank_match"
 # The C API version match.c is written against (DUCKDB_EXTENSION_API_VERSION_* there).
 C_API_VERSION = "v1.2.0"
 _LIBRARY_STEM = "_match"
+# What extension.c compiles in: the SHA-256 of the sources the library was built from.
+_SOURCES_MARKER = re.compile(rb"duckrank_native sources sha256:([0-9a-f]{64}|unknown)")
 _EXTENSION_FILE = f"{EXTENSION_NAME}.duckdb_extension"
 
 NOT_BUILT = (
@@ -107,6 +116,44 @@ def library_path() -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def built_from(library: Path | None = None) -> str | None:
+    """The hash of the sources ``library`` (default: the package's) was built from, "unknown"
+    for a build without one (compiled by hand), None when there is no library or no mark."""
+    library = library or library_path()
+    if library is None:
+        return None
+    found = _SOURCES_MARKER.search(library.read_bytes())
+    return found.group(1).decode() if found else None
+
+
+@functools.lru_cache(maxsize=8)
+def _stale_reason(library: Path, stamps: tuple[tuple[str, int, int], ...]) -> str | None:
+    del stamps  # the cache key: a rebuilt library or an edited source is checked again
+    tree = sources_hash(library.parent)
+    if tree is None:
+        return None  # an installed wheel without its sources: nothing to compare with
+    built = built_from(library)
+    if built == tree:
+        return None
+    return (
+        f"{library} was built from other sources than those next to it (its sources hash "
+        f"{built or 'missing'}, the tree's {tree}); rebuild it with scripts/build-native"
+    )
+
+
+def stale_reason(library: Path | None = None) -> str | None:
+    """Why ``library`` (default: the package's) is not a build of the C sources next to it, or
+    None when it is, or when there is no library or no sources beside it to compare with."""
+    library = library or library_path()
+    if library is None:
+        return None
+    stamps = tuple(
+        (str(path), path.stat().st_size, path.stat().st_mtime_ns)
+        for path in [library, *source_files(library.parent)]
+    )
+    return _stale_reason(library, stamps)
 
 
 def _footer(platform: str) -> bytes:
@@ -264,6 +311,11 @@ def load(con: duckdb.DuckDBPyConnection) -> bool:
         return True
     try:
         _load_file(con, _prepare(con))
+        stale = stale_reason()
+        if stale and "stale" not in _warned:
+            _warned.add("stale")
+            warnings.warn(f"duckrank: the native matching step is stale: {stale}", RuntimeWarning,
+                          stacklevel=2)
     except _Unavailable as problem:
         if problem.kind and problem.kind not in _warned:
             _warned.add(problem.kind)

@@ -1,8 +1,5 @@
 /* The memory account shared by the native functions of one database (budget.h). */
-#define DUCKDB_EXTENSION_API_VERSION_MAJOR 1
-#define DUCKDB_EXTENSION_API_VERSION_MINOR 2
-#define DUCKDB_EXTENSION_API_VERSION_PATCH 0
-#include "duckdb_extension.h"
+#include "capi.h"
 
 DUCKDB_EXTENSION_EXTERN
 

@@ -1,6 +1,6 @@
-/* The memory account of duckrank's native functions in one database (match.c says why they keep
- * one: the C API has no allocation DuckDB counts against memory_limit). match.c's entry point
- * creates it and every function it and preferences.c register shares it, so that the matching
+/* The memory account of duckrank's native functions in one database (truth_table.h says why they
+ * keep one: the C API has no allocation DuckDB counts against memory_limit). The entry point
+ * (extension.c) creates it and every scalar function it registers shares it, so that the matching
  * and preference steps together never hold more than memory_limit. Each call takes its bytes
  * from it through a `claim`. */
 #ifndef DUCKRANK_BUDGET_H

@@ -1,6 +1,6 @@
 /*
  * duckrank's preference metrics (edrc, edrc_preferences and the rank correlations) as native code,
- * part of the same DuckDB C API extension as match.c, whose entry point calls
+ * part of the same DuckDB C API extension as match.c, whose entry point (extension.c) calls
  * duckrank_register_preferences once per database. Three scalar functions:
  *
  *     duckrank_native_edrc(rec LIST, truth LIST(STRUCT(a, b)), truth_type VARCHAR, discount VARCHAR)
@@ -31,15 +31,12 @@
  * than memory_limit: a row that would take them past it fails with an error worded as DuckDB's
  * "Out of Memory Error".
  */
-#define DUCKDB_EXTENSION_API_VERSION_MAJOR 1
-#define DUCKDB_EXTENSION_API_VERSION_MINOR 2
-#define DUCKDB_EXTENSION_API_VERSION_PATCH 0
-#include "duckdb_extension.h"
+#include "capi.h"
 
 DUCKDB_EXTENSION_EXTERN
 
-#include "budget.h"
-#include "preferences.h"
+#include "common.h"
+#include "families.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -109,12 +106,6 @@ static void release(scratch *s) {
 	claim_end(&s->memory);
 }
 
-static void set_error(duckdb_function_info info, const char *name, const char *problem) {
-	char message[1024];
-	snprintf(message, sizeof(message), "%s: %s", name, problem);
-	duckdb_scalar_function_set_error(info, message);
-}
-
 /* The error of a row whose scratch could not be had, worded as match.c's. */
 static void memory_error(duckdb_function_info info, const char *name, const scratch *s, idx_t items) {
 	if (s->no_memory) {
@@ -148,14 +139,6 @@ static int check_lengths(duckdb_function_info info, const char *name, idx_t firs
 
 /* --- reading DuckDB's vectors ----------------------------------------------------------------- */
 
-static inline const char *string_data(const duckdb_string_t *s) {
-	return s->value.inlined.length <= 12 ? s->value.inlined.inlined : s->value.pointer.ptr;
-}
-
-static inline int is_valid(const uint64_t *validity, idx_t i) {
-	return !validity || (validity[i / 64] >> (i % 64)) & 1;
-}
-
 /* One list of ids: integers that fit an int64 (compared by value whatever their width) or
  * VARCHAR. */
 typedef struct {
@@ -163,16 +146,6 @@ typedef struct {
 	const void *data;
 	const uint64_t *validity;
 } ids;
-
-static int fits_int64(duckdb_type type) {
-	switch (type) {
-	case DUCKDB_TYPE_TINYINT: case DUCKDB_TYPE_SMALLINT: case DUCKDB_TYPE_INTEGER: case DUCKDB_TYPE_BIGINT:
-	case DUCKDB_TYPE_UTINYINT: case DUCKDB_TYPE_USMALLINT: case DUCKDB_TYPE_UINTEGER:
-		return 1;
-	default:
-		return 0;
-	}
-}
 
 static inline int64_t read_int(const ids *v, idx_t i) {
 	switch (v->type) {
@@ -204,7 +177,7 @@ static ids ids_of(duckdb_vector items) {
 static int family_of(const ids *lists, int count) {
 	int integers = 1, strings = 1;
 	for (int i = 0; i < count; i++) {
-		integers &= fits_int64(lists[i].type);
+		integers &= fits_int64(kind_of(lists[i].type));
 		strings &= lists[i].type == DUCKDB_TYPE_VARCHAR;
 	}
 	return integers ? 1 : strings ? 2 : 0;
@@ -240,47 +213,6 @@ static void id_name(const ids *v, idx_t i, char *out, size_t size) {
 }
 
 /* --- finding ids: a row's items, numbered, looked up by value ----------------------------------- */
-
-static inline uint64_t mix(uint64_t x) {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
-static inline uint64_t hash_string(const duckdb_string_t *s) {
-	uint64_t words[2];
-	memcpy(words, s, 16);
-	uint32_t len = s->value.inlined.length;
-	if (len <= 12) { /* inlined and zero-padded: its 16 bytes identify it */
-		return mix(words[0] ^ mix(words[1]));
-	}
-	const unsigned char *p = (const unsigned char *)s->value.pointer.ptr;
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ len;
-	for (; len >= 8; len -= 8, p += 8) {
-		uint64_t chunk;
-		memcpy(&chunk, p, 8);
-		h = (h ^ chunk) * 0xff51afd7ed558ccdULL;
-	}
-	uint64_t tail = 0;
-	memcpy(&tail, p, len);
-	return mix(h ^ tail);
-}
-
-static inline int strings_equal(const duckdb_string_t *a, const duckdb_string_t *b) {
-	uint64_t x[2], y[2];
-	memcpy(x, a, 16);
-	memcpy(y, b, 16);
-	if (x[0] != y[0]) {
-		return 0;
-	}
-	if (a->value.inlined.length <= 12) {
-		return x[1] == y[1];
-	}
-	return memcmp(a->value.pointer.ptr, b->value.pointer.ptr, a->value.inlined.length) == 0;
-}
 
 typedef struct {
 	uint64_t key; /* an integer id, or a string's hash */
@@ -363,7 +295,7 @@ static inline uint64_t key_of(const finder *f, const ids *v, idx_t i, const duck
                               uint64_t *at) {
 	if (f->strings) {
 		*text = (const duckdb_string_t *)v->data + i;
-		*at = hash_string(*text);
+		*at = hash_string(*text, HASH_FOR_LOW_BITS);
 		return *at;
 	}
 	*text = NULL;
@@ -1149,6 +1081,24 @@ static void edrc_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb
 	release(&s);
 }
 
+/* The error of a likelihood outside [0, 1], which it shows as Python prints a float: the shortest
+ * form that reads back, with a decimal point. */
+static void likelihood_error(duckdb_function_info info, const char *name, double likelihood) {
+	char problem[128];
+	snprintf(problem, sizeof(problem), "likelihood must lie in [0, 1]; got %.17g", likelihood);
+	for (int digits = 1; digits <= 17; digits++) {
+		char shortest[40];
+		snprintf(shortest, sizeof(shortest), "%.*g", digits, likelihood);
+		if (strtod(shortest, NULL) == likelihood) {
+			int plain = !strpbrk(shortest, ".eni");
+			snprintf(problem, sizeof(problem), "likelihood must lie in [0, 1]; got %s%s", shortest,
+			         plain ? ".0" : "");
+			break;
+		}
+	}
+	set_error(info, name, problem);
+}
+
 /* edrc_preferences(system, truth, discount, likelihood): nodes are the system's items, numbered
  * by first appearance among its preferred items, then among its other items (as the Python path
  * numbers them, so that the sums run in the same order). */
@@ -1197,20 +1147,7 @@ static void edrc_preferences_rows(duckdb_function_info info, duckdb_data_chunk i
 		}
 		double likelihood = likelihoods[row];
 		if (!(likelihood >= 0.0 && likelihood <= 1.0)) {
-			char problem[128];
-			snprintf(problem, sizeof(problem), "likelihood must lie in [0, 1]; got %.17g", likelihood);
-			/* As Python prints a float: the shortest form that reads back, with a decimal point. */
-			for (int digits = 1; digits <= 17; digits++) {
-				char shortest[40];
-				snprintf(shortest, sizeof(shortest), "%.*g", digits, likelihood);
-				if (strtod(shortest, NULL) == likelihood) {
-					int plain = !strpbrk(shortest, ".eni");
-					snprintf(problem, sizeof(problem), "likelihood must lie in [0, 1]; got %s%s", shortest,
-					         plain ? ".0" : "");
-					break;
-				}
-			}
-			set_error(info, name, problem);
+			likelihood_error(info, name, likelihood);
 			break;
 		}
 		duckdb_list_entry sys = system.entries[row], t = truth.entries[row];
@@ -1414,6 +1351,30 @@ static int correlation_of(const duckdb_string_t *text, correlation *which, char 
 	return 0;
 }
 
+/* 0, with the error set naming the item (as text, quoted: the correlations match ids by their
+ * text), when a grade of the row is NULL, NaN or infinite. grades[i] is key k.offset + i's, its
+ * validity bit grade_offset + i. */
+static int check_grades(duckdb_function_info info, const char *name, const ids *keys, duckdb_list_entry k,
+                        const double *grades, const uint64_t *grade_valid, idx_t grade_offset) {
+	for (idx_t i = 0; i < k.length; i++) {
+		double grade = grades[i];
+		if (!is_valid(grade_valid, grade_offset + i) || !isfinite(grade)) {
+			char problem[300], item[128], text[128];
+			id_name(keys, k.offset + i, item, sizeof(item));
+			if (keys->type != DUCKDB_TYPE_VARCHAR) { /* named as its text */
+				snprintf(text, sizeof(text), "'%.100s'", item);
+				memcpy(item, text, sizeof(item));
+			}
+			snprintf(problem, sizeof(problem), "the grade of item %s in truth must be a finite number, got %s",
+			         item, isinf(grade) && is_valid(grade_valid, grade_offset + i)
+			                   ? (grade > 0 ? "inf" : "-inf") : "NULL or NaN");
+			set_error(info, name, problem);
+			return 0;
+		}
+	}
+	return 1;
+}
+
 /* correlation(function, rec, keys, grades): the items of rec that the truth grades, at their first
  * occurrence, in rec's order; keys and grades are the truth map's keys and values (the macros pass
  * map_keys(truth) and map_values(truth)). A NULL, NaN or infinite grade of a row whose rec and truth
@@ -1491,25 +1452,7 @@ static void correlation_rows(duckdb_function_info info, duckdb_data_chunk input,
 			break;
 		}
 		idx_t grade_offset = grade_entries[row].offset;
-		int bad = 0;
-		for (idx_t i = 0; i < k.length; i++) {
-			double grade = grades[grade_offset + i];
-			if (!is_valid(grade_valid, grade_offset + i) || !isfinite(grade)) {
-				char problem[300], item[128], text[128];
-				id_name(&lists[1], k.offset + i, item, sizeof(item));
-				if (lists[1].type != DUCKDB_TYPE_VARCHAR) { /* named as its text */
-					snprintf(text, sizeof(text), "'%.100s'", item);
-					memcpy(item, text, sizeof(item));
-				}
-				snprintf(problem, sizeof(problem), "the grade of item %s in truth must be a finite number, got %s",
-				         item, isinf(grade) && is_valid(grade_valid, grade_offset + i)
-				                   ? (grade > 0 ? "inf" : "-inf") : "NULL or NaN");
-				set_error(info, name, problem);
-				bad = 1;
-				break;
-			}
-		}
-		if (bad) {
+		if (!check_grades(info, name, &lists[1], k, grades + grade_offset, grade_valid, grade_offset)) {
 			break;
 		}
 		idx_t most = k.length < r.length ? k.length : r.length;

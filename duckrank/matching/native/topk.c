@@ -1,5 +1,5 @@
 /*
- * duckrank's top-K ranking aggregate, registered by match.c's entry point (duckrank_register_top_k):
+ * duckrank's top-K ranking aggregate, registered by the entry point (extension.c, duckrank_register_top_k):
  *
  *     duckrank_top_k(item T, key BIGINT | DOUBLE, k BIGINT) -> LIST(T)
  *
@@ -33,8 +33,8 @@
  * Memory: a group holds at most min(k, its rows) pairs of 16 bytes (24 for VARCHAR, plus a copy of
  * an item longer than 12 bytes), allocated with malloc as the group grows (doubling), so short
  * groups do not reserve k places; evaluate bounds the groups of one query by its ranges of query
- * ids (evaluation.py, TOP_K_ROW_WEIGHT). DuckDB does not count this memory against memory_limit
- * (the C API has no allocation it counts) and cannot spill it.
+ * ids (evaluation/planning.py, TOP_K_ROW_WEIGHT). DuckDB does not count this memory against
+ * memory_limit (the C API has no allocation it counts) and cannot spill it.
  *
  * evaluate calls this aggregate only under GROUP BY. It also runs as a window (running windows
  * combine DuckDB's segment-tree states into each row's: combine copies, never moves, and finalize
@@ -42,14 +42,12 @@
  * pass C API aggregates one state for many rows as whole-partition windows (top_k(...) OVER ())
  * and with an ORDER BY inside the call; DuckDB 2.0 ran both shapes right here.
  */
-#define DUCKDB_EXTENSION_API_VERSION_MAJOR 1
-#define DUCKDB_EXTENSION_API_VERSION_MINOR 2
-#define DUCKDB_EXTENSION_API_VERSION_PATCH 0
-#include "duckdb_extension.h"
+#include "capi.h"
 
 DUCKDB_EXTENSION_EXTERN
 
-#include "topk.h"
+#include "common.h"
+#include "families.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -151,14 +149,10 @@ static inline void write_item(const signature *sig, void *data, idx_t row, const
 	}
 }
 
-static inline const char *text_of(const duckdb_string_t *s) {
-	return s->value.inlined.length <= 12 ? s->value.inlined.inlined : s->value.pointer.ptr;
-}
-
 /* Byte order, a prefix first: DuckDB's order of VARCHAR values. */
 static inline int compare_text(const duckdb_string_t *a, const duckdb_string_t *b) {
 	uint32_t la = a->value.inlined.length, lb = b->value.inlined.length;
-	int c = memcmp(text_of(a), text_of(b), la < lb ? la : lb);
+	int c = memcmp(string_data(a), string_data(b), la < lb ? la : lb);
 	return c ? c : (la > lb) - (la < lb);
 }
 
@@ -322,14 +316,15 @@ static offer_result offer(item_order order, top_state *s, entry *e, int owned) {
 	return OFFER_KEPT;
 }
 
-static void set_error(duckdb_function_info info, const char *problem) {
-	char message[256];
-	snprintf(message, sizeof(message), "%s: %s", NAME, problem);
+/* An aggregate's error, worded as the scalar functions' (common.h). */
+static void set_aggregate_error(duckdb_function_info info, const char *problem) {
+	char message[ERROR_BYTES];
+	error_message(message, NAME, problem);
 	duckdb_aggregate_function_set_error(info, message);
 }
 
 static void no_memory(duckdb_function_info info) {
-	set_error(info, "out of memory for a group's top k (k is too large for the memory left)");
+	set_aggregate_error(info, "out of memory for a group's top k (k is too large for the memory left)");
 }
 
 static idx_t state_size(duckdb_function_info info) {
@@ -340,12 +335,6 @@ static idx_t state_size(duckdb_function_info info) {
 static void state_init(duckdb_function_info info, duckdb_aggregate_state state) {
 	(void)info;
 	memset(state, 0, sizeof(top_state));
-}
-
-/* A validity mask's bit (no mask: every row valid), read in place: a call through the C API's
- * function table per row would cost more than the row's comparison. */
-static inline int is_valid(const uint64_t *validity, idx_t row) {
-	return !validity || ((validity[row / 64] >> (row % 64)) & 1);
 }
 
 /* One chunk's columns, read in place. */
@@ -360,20 +349,20 @@ typedef struct {
 static int check_k(duckdb_function_info info, top_state *s, const chunk_columns *in, idx_t row, int strings) {
 	char problem[160];
 	if (!is_valid(in->k_valid, row)) {
-		set_error(info, "k must be a positive integer, got NULL");
+		set_aggregate_error(info, "k must be a positive integer, got NULL");
 		return 0;
 	}
 	int64_t k = in->ks[row];
 	if (k < 1 || k > UINT32_MAX) {
 		snprintf(problem, sizeof(problem), "k must be an integer from 1 to %" PRIu32 ", got %" PRId64,
 		         (uint32_t)UINT32_MAX, k);
-		set_error(info, problem);
+		set_aggregate_error(info, problem);
 		return 0;
 	}
 	if (s->k != 0 && s->k != k) {
 		snprintf(problem, sizeof(problem), "k must be the same on every row of a group, got %" PRId64 " and %" PRId64,
 		         s->k, k);
-		set_error(info, problem);
+		set_aggregate_error(info, problem);
 		return 0;
 	}
 	s->k = k;
@@ -439,7 +428,7 @@ static int all_text(duckdb_function_info info, duckdb_data_chunk input) {
 	for (idx_t row = 0, rows = duckdb_data_chunk_get_size(input); row < rows; row++) {
 		if (!is_valid(valid, row) || words[row].value.inlined.length != 4 ||
 		    memcmp(words[row].value.inlined.inlined, "text", 4) != 0) {
-			set_error(info, "the fourth argument (how tied keys order) must be 'text'");
+			set_aggregate_error(info, "the fourth argument (how tied keys order) must be 'text'");
 			return 0;
 		}
 	}
@@ -507,7 +496,7 @@ static void combine(duckdb_function_info info, duckdb_aggregate_state *source, d
 			char problem[160];
 			snprintf(problem, sizeof(problem),
 			         "k must be the same on every row of a group, got %" PRId64 " and %" PRId64, to->k, from->k);
-			set_error(info, problem);
+			set_aggregate_error(info, problem);
 			return;
 		}
 		for (uint32_t i = 0; i < from->count; i++) {
@@ -563,7 +552,7 @@ static void finalize(duckdb_function_info info, duckdb_aggregate_state *source, 
 		lists[row].length = s->count;
 		for (uint32_t i = 0; i < s->count; i++, at++) {
 			if (strings) {
-				duckdb_vector_assign_string_element_len(child, at, text_of(&s->heap[i].value.text),
+				duckdb_vector_assign_string_element_len(child, at, string_data(&s->heap[i].value.text),
 				                                        s->heap[i].value.text.value.inlined.length);
 			} else {
 				write_item(sig, child_data, at, &s->heap[i]);
