@@ -2,9 +2,10 @@
 
 ``evaluate`` orders a query's rows by score, descending, then by the item id's TEXT form,
 descending (trec_eval's strcmp order), whatever the id's type, so a file read with integer ids
-(Parquet) and with text ids (CSV) give the same numbers (evaluation.py, ``_ranked_sql``). This
-times that order against the order it replaced, ties broken by the integer's value (the same SQL
-with the value in place of the text: ``value`` below, patched into the child), on the same
+(Parquet) and with text ids (CSV) give the same numbers (duckrank/evaluation/sql.py,
+``_ranked_sql``). This times that order against the order it replaced, ties broken by the
+integer's value (the same SQL with the value in place of the text: ``value`` below, patched into
+the child), on the same
 Parquet files with BIGINT ids, in one run, alternating the variants, each evaluation in a fresh
 process (a registered connection is passed; import and registration are not timed):
 
@@ -49,9 +50,12 @@ PATHS = {  # name -> (metric, native)
 # The child: evaluate once to warm up (file metadata, the page cache), then time one evaluation.
 # With "value" it ranks as evaluate did before the text order: ties by the id's value.
 CHILD = """
-import json, sys, time
+import importlib, json, sys, time
 import duckrank
 from duckrank import evaluation
+# _ranked_sql's home: duckrank/evaluation/sql.py (a module, evaluation.py, in older checkouts)
+home = (importlib.import_module("duckrank.evaluation.sql") if hasattr(evaluation, "__path__")
+        else evaluation)
 
 run, qrels, metric, native, variant = sys.argv[1:6]
 if variant == "value":
@@ -61,7 +65,7 @@ if variant == "value":
         if native_key is not None:
             return f"duckrank_top_k({item}, CAST({key} AS {native_key}), {int(top_k)})"
         return f"list_transform(max({{'k': {key}, 'v': {item}}}, {int(top_k)}), lambda e: e.v)"
-    evaluation._ranked_sql = value_order
+    home._ranked_sql = value_order
 con = duckrank.connect(native=native == "1", config={"threads": 2})
 duckrank.evaluate(run, qrels, [metric], connection=con)
 wall, cpu = time.perf_counter(), time.process_time()

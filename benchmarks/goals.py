@@ -62,7 +62,7 @@ def _ratio_goal(
     return [_line(goal, measured, met)]
 
 
-def goal_lines(rows: list[dict[str, Any]]) -> list[str]:
+def goal_lines(rows: list[dict[str, Any]]) -> list[str]:  # noqa: C901
     main = [r for r in rows if r.get("section") == "main" and r.get("users") == USERS]
     lines = ["| goal | measured | verdict |", "|---|---|---|"]
 

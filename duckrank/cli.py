@@ -57,8 +57,8 @@ from duckrank.reports import experiment, trec_eval
 from duckrank.reports.beyond_accuracy import beyond_accuracy
 from duckrank.reports.compare import (
     CORRECTIONS,
+    DEFAULT_TEST,
     DIGITS,
-    TESTS,
     TRIALS,
     Inputs,
     Options,
@@ -69,6 +69,7 @@ from duckrank.reports.compare import (
 )
 from duckrank.reports.plots import KINDS as PLOT_KINDS
 from duckrank.reports.plots import draw, figure_class, output_format
+from duckrank.stats import REPORT_TESTS
 
 FORMATS = ("table", "csv", "json")
 # `long`: one CSV row per (system or --by group, query, metric, value), as trec_eval -q and
@@ -502,6 +503,14 @@ def _comparison_inputs(parser: argparse.ArgumentParser) -> None:
     _input_options(parser)
 
 
+def _test_help() -> str:
+    """--test's help, from the records of the tests the report runs: "randomization (Fisher's,
+    --trials sign flips; default), t (paired t-test) or wilcoxon (signed-rank)"."""
+    said = [f"{alias} ({test.report.help}{'; default' if alias == DEFAULT_TEST else ''})"
+            for alias, test in REPORT_TESTS.items() if test.report is not None]
+    return said[0] if len(said) == 1 else f"{', '.join(said[:-1])} or {said[-1]}"
+
+
 def _add_compare(commands: Any) -> None:
     compare = commands.add_parser(
         "compare", help="compare systems: means, intervals and significance marks",
@@ -511,9 +520,8 @@ def _add_compare(commands: Any) -> None:
         "comparisons. A judged query a system did not rank scores 0 for it (as trec_eval -c).",
     )
     _comparison_inputs(compare)
-    compare.add_argument("--test", choices=tuple(TESTS), default="randomization",
-                         help="randomization (Fisher's, --trials sign flips; default), t (paired "
-                         "t-test) or wilcoxon (signed-rank)")
+    compare.add_argument("--test", choices=tuple(REPORT_TESTS), default=DEFAULT_TEST,
+                         help=_test_help())
     compare.add_argument("--alpha", type=float, default=0.05,
                          help="significance level (default: 0.05)")
     compare.add_argument("--correction", default="holm",
@@ -603,6 +611,48 @@ def _add_beyond(commands: Any) -> None:
     beyond.set_defaults(handler=_beyond)
 
 
+def _trec_eval(args: argparse.Namespace) -> int:
+    """Print trec_eval's output for parsed ``args``; errors go to stderr, exit status 1."""
+    options = trec_eval.Options(args.per_query, args.complete, args.summary, args.max_docs,
+                                args.level)
+    try:
+        trec_eval.write_lines(args.qrels, args.run, args.measures, options)
+    except (ValueError, duckdb.Error) as error:
+        sys.stderr.write(f"duckrank trec_eval: {error}\n")
+        return 1
+    return 0
+
+
+def _add_trec_eval(commands: Any) -> None:
+    """``duckrank trec_eval``: trec_eval's flags, short and long (``duckrank.reports.trec_eval``
+    does the work)."""
+    parser = commands.add_parser(
+        "trec_eval", help="trec_eval's command: its measures, flags and output",
+        description="Evaluate a TREC run against qrels and print what trec_eval prints "
+        "(measure, query, value lines). Without -m: trec_eval's official measures. See "
+        "docs/trec_eval.md.",
+    )
+    parser.add_argument("qrels", help="the qrels file (qid iteration docid grade)")
+    parser.add_argument("run", help="the run file (qid Q0 docid rank score tag)")
+    parser.add_argument("-q", "--query_eval_wanted", dest="per_query", action="store_true",
+                        help="also print each query's values")
+    parser.add_argument("-m", "--measure", dest="measures", action="append", default=[],
+                        metavar="MEASURE[.PARAMS]",
+                        help="a measure, e.g. map, P.5,10, ndcg_cut.10, "
+                        "iprec_at_recall..10,.20, ndcg.1=3,2=9, set_F.0.5, or official, set, "
+                        "all_trec; repeatable (default: official)")
+    parser.add_argument("-c", "--complete_rel_info_wanted", dest="complete",
+                        action="store_true",
+                        help="evaluate every query of the qrels: one the run lacks scores 0")
+    parser.add_argument("-n", "--nosummary", dest="summary", action="store_false",
+                        help="print no summary (with -q: the per-query values only)")
+    parser.add_argument("-M", "--Max_retrieved_per_topic", dest="max_docs", type=int,
+                        default=None, metavar="N", help="keep the first N documents per query")
+    parser.add_argument("-l", "--level_for_rel", dest="level", type=int, default=1,
+                        metavar="N", help="relevant means grade >= N (default 1)")
+    parser.set_defaults(handler=_trec_eval)
+
+
 def _add_sql(commands: Any) -> None:
     sql = commands.add_parser("sql", help="run a query with duckrank registered")
     sql.add_argument("query", help="SQL to run (the result of the last statement is printed)")
@@ -632,7 +682,7 @@ def _add_doctor(commands: Any) -> None:
 
 # One function per command, each adding its subparser (with ``handler=``): a new command is one
 # more function in this list.
-COMMANDS = (_add_evaluate, _add_compare, _add_plot, trec_eval.add_parser,
+COMMANDS = (_add_evaluate, _add_compare, _add_plot, _add_trec_eval,
             experiment.add_parser, _add_beyond, _add_sql, _add_metrics, _add_demo, _add_doctor)
 
 

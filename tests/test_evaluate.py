@@ -26,6 +26,8 @@ from duckrank.evaluation import (
     parse_metric,
     parse_metrics,
 )
+from duckrank.evaluation import api as evaluation_api
+from duckrank.evaluation import planning as evaluation_planning
 from duckrank.metrics import METRICS, by_name
 
 GUIDE = {  # the guide's table: top-4 (max_k) and top-2
@@ -441,15 +443,15 @@ def test_ranges_of_query_ids_give_the_single_pass_result(monkeypatch, ids: str) 
     whole_rows = duckrank.evaluate(run, qrels, requests, by="system", per_user=True)
 
     ranges: list[int] = []
-    split = duckrank.evaluation._buckets
+    split = evaluation_api._buckets
 
     def spy(*args):
         found = split(*args)
         ranges.append(len(found))
         return found
 
-    monkeypatch.setattr(duckrank.evaluation, "ROWS_PER_BUCKET", 700)
-    monkeypatch.setattr(duckrank.evaluation, "_buckets", spy)
+    monkeypatch.setattr(evaluation_planning, "ROWS_PER_BUCKET", 700)
+    monkeypatch.setattr(evaluation_api, "_buckets", spy)
     parts = duckrank.evaluate(run, qrels, requests, by="system")
     part_rows = duckrank.evaluate(run, qrels, requests, by="system", per_user=True)
     assert min(ranges) >= 3
@@ -562,13 +564,13 @@ def _tied_long_run(queries: int = 40, rows: int = 60, seed: int = 19) -> pa.Tabl
 def _ranked_queries(con, run, qrels, metrics: list[str]) -> list[str]:
     """The SQL of each range of query ids that evaluate(per_user=True) runs."""
     made = []
-    scored_sql = duckrank.evaluation._scored_sql
+    scored_sql = evaluation_api._scored_sql
 
     def spy(*args):
         made.append(scored_sql(*args)[0])
         return scored_sql(*args)
 
-    with mock.patch.object(duckrank.evaluation, "_scored_sql", spy), \
+    with mock.patch.object(evaluation_api, "_scored_sql", spy), \
             duckrank.evaluation.evaluation(con, run, qrels, metrics, per_user=True):
         return made
 

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import duckrank
-from duckrank import evaluation
+from duckrank.evaluation import sql as evaluation_sql
 
 IDS = [9, 10, -1, -2, 1, 100, 0, -10, 91, 2, 19, 1000]
 # Hand-written: IDS in descending byte order of their decimal text.
@@ -43,7 +43,7 @@ def _evaluate(run: pd.DataFrame, native: bool, metrics: list[str],
               **options) -> tuple[pd.DataFrame, list[str]]:
     """evaluate's per-query values and the ranking SQL it used."""
     made = []
-    ranked_sql = evaluation._ranked_sql
+    ranked_sql = evaluation_sql._ranked_sql
 
     def spy(*args):
         made.append(ranked_sql(*args))
@@ -54,7 +54,7 @@ def _evaluate(run: pd.DataFrame, native: bool, metrics: list[str],
         {"item": run["item"].dtype})
     con = duckrank.connect(native=native)
     try:
-        with mock.patch.object(evaluation, "_ranked_sql", spy):
+        with mock.patch.object(evaluation_sql, "_ranked_sql", spy):
             got = duckrank.evaluate(run, qrels, metrics, per_user=True, connection=con,
                                     **options)
     finally:

@@ -119,14 +119,14 @@ def test_peak_memory_does_not_grow_with_the_number_of_users(tmp_path):
 LONG_PEAK = """
     import inspect, json, sys
     import duckrank
-    from duckrank import evaluation
-    evaluation.ROWS_PER_BUCKET = 200_000
+    from duckrank.evaluation import api, planning
+    planning.ROWS_PER_BUCKET = 200_000
     ranges, ranked = [], []
-    buckets, scored_sql = evaluation._buckets, evaluation._scored_sql
-    evaluation._buckets = lambda *a: ranges.extend(buckets(*a)) or ranges
+    buckets, scored_sql = api._buckets, api._scored_sql
+    api._buckets = lambda *a: ranges.extend(buckets(*a)) or ranges
     # _scored_sql's top_k argument, by name
     top_k = lambda *a: inspect.signature(scored_sql).bind(*a).arguments["top_k"]
-    evaluation._scored_sql = lambda *a: ranked.append(top_k(*a)) or scored_sql(*a)
+    api._scored_sql = lambda *a: ranked.append(top_k(*a)) or scored_sql(*a)
     con = duckrank.connect()
     con.execute("SET threads = 2")
     frame = duckrank.evaluate(sys.argv[1], sys.argv[2], "ndcg@5", connection=con)
@@ -140,9 +140,9 @@ LONG_PEAK = """
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_peak_memory_of_long_files_ranked_by_their_top_k_stays_flat(tmp_path):
     """25 run rows per user and ndcg@5: each user's top 5 is kept in a heap (duckrank/
-    evaluation.py), whose memory the ranges of query ids are sized for (a heap per user counts
-    as TOP_K_ROW_WEIGHT * 5 rows): ten times the users, about ten times the ranges, the same
-    peak."""
+    evaluation/planning.py), whose memory the ranges of query ids are sized for (a heap per user
+    counts as TOP_K_ROW_WEIGHT * 5 rows): ten times the users, about ten times the ranges, the
+    same peak."""
     import duckdb
 
     files = {}

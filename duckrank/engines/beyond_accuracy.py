@@ -43,12 +43,6 @@ class Request:
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
-def is_request(text: str) -> bool:
-    """Whether ``text`` names a beyond-accuracy metric (``name...@k`` with a known name)."""
-    match = _REQUEST.match(text)
-    return match is not None and match["name"].lower() in {m.name for m in RECORDS}
-
-
 def _value(text: str) -> Any:
     """An option value: true/false, a number, or else the text itself (a string)."""
     lowered = text.lower()
@@ -111,7 +105,7 @@ def _missing_column(columns: Sequence[str], name: str, exact: bool) -> bool:
     return name.lower() not in {c.lower() for c in columns}
 
 
-def check_columns(
+def check_columns(  # noqa: C901
     requests: Sequence[Request], run: duckdb.DuckDBPyRelation,
     qrels: duckdb.DuckDBPyRelation | None, other: duckdb.DuckDBPyRelation | None,
     tables: Mapping[str, duckdb.DuckDBPyRelation], columns: RunColumns,
@@ -184,7 +178,7 @@ def _lists_sql(run: str, qrels: str | None, c: RunColumns) -> str:
     )
 
 
-def _query(request: Request, recs: str, other: str | None, tables: Mapping[str, str],
+def _query(request: Request, recs: str, other: str | None, tables: Mapping[str, str],  # noqa: C901
            catalog_size: int | None, item: str) -> tuple[str, list[Any]]:
     """The SQL of one request and its parameters."""
     metric, fn = request.metric, request.metric.name

@@ -56,6 +56,7 @@ from duckrank.matching.preferences import (
     run_preference_kernel,
 )
 from duckrank.metrics import METRICS
+from duckrank.metrics.inputs import check_engine
 from duckrank.metrics.record import Metric, Option
 from duckrank.render.quoting import quote_literal
 
@@ -276,30 +277,38 @@ class _Shape:
     native: str
 
 
-def _shape(metric: Metric) -> _Shape:
+def _option_types(metric: Metric) -> tuple[str, ...]:
+    return tuple(_option_type(o) for o in metric.options)
+
+
+def _preferences_shape(metric: Metric) -> _Shape:
     options = [o.name for o in metric.options]
-    option_types = tuple(_option_type(o) for o in metric.options)
-    if metric.inputs == "preferences":
-        parts = ["rec", _first("truth"), _second("truth")]
-        return _Shape(
-            (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", *option_types),
-            _preference_function(metric, _rec_and_preferences, match_preferences, ("truth",)),
-            parts, " || ".join(parts), ["len(rec)", "len(truth)", "typeof(truth)"],
-            f"{NATIVE_PREFIX}{metric.name}(rec, truth, typeof(truth), {', '.join(options)}",
-        )
-    if metric.inputs == "system_preferences":
-        parts = [_first("system"), _second("system"), _first("truth"), _second("truth")]
-        return _Shape(
-            (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", *option_types),
-            _preference_function(
-                metric, _two_preference_lists, match_system_preferences, ("system", "truth")
-            ),
-            parts, " || ".join(parts),
-            ["len(system)", "len(truth)", "typeof(system)", "typeof(truth)"],
-            f"{NATIVE_PREFIX}{metric.name}(system, truth, typeof(system), typeof(truth), "
-            f"{', '.join(options)}",
-        )
-    # ranked_grades: ids compared by their text, as the record's VARCHAR-keyed truth says
+    parts = ["rec", _first("truth"), _second("truth")]
+    return _Shape(
+        (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", *_option_types(metric)),
+        _preference_function(metric, _rec_and_preferences, match_preferences, ("truth",)),
+        parts, " || ".join(parts), ["len(rec)", "len(truth)", "typeof(truth)"],
+        f"{NATIVE_PREFIX}{metric.name}(rec, truth, typeof(truth), {', '.join(options)}",
+    )
+
+
+def _system_preferences_shape(metric: Metric) -> _Shape:
+    options = [o.name for o in metric.options]
+    parts = [_first("system"), _second("system"), _first("truth"), _second("truth")]
+    return _Shape(
+        (ID_LISTS, "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", *_option_types(metric)),
+        _preference_function(
+            metric, _two_preference_lists, match_system_preferences, ("system", "truth")
+        ),
+        parts, " || ".join(parts),
+        ["len(system)", "len(truth)", "typeof(system)", "typeof(truth)"],
+        f"{NATIVE_PREFIX}{metric.name}(system, truth, typeof(system), typeof(truth), "
+        f"{', '.join(options)}",
+    )
+
+
+def _ranked_grades_shape(metric: Metric) -> _Shape:
+    # ids compared by their text, as the record's VARCHAR-keyed truth says
     return _Shape(
         ("VARCHAR[]", "BIGINT", "DOUBLE[]"), _grades_function(metric), ["rec", "map_keys(truth)"],
         "list_transform(rec, lambda x: x::VARCHAR) || map_keys(truth)::VARCHAR[]",
@@ -307,6 +316,20 @@ def _shape(metric: Metric) -> _Shape:
         f"{NATIVE_PREFIX}correlation('{metric.name}', rec, map_keys(truth), "
         "map_values(truth)::DOUBLE[]",
     )
+
+
+# How the macro of each input kind DuckDB runs as a Python UDF (``InputKind.engine ==
+# "python"``) reshapes its arguments; a kind of that engine without a shape fails at import.
+SHAPES: dict[str, Callable[[Metric], _Shape]] = {
+    "preferences": _preferences_shape,
+    "system_preferences": _system_preferences_shape,
+    "ranked_grades": _ranked_grades_shape,
+}
+check_engine(__name__, "python", SHAPES)
+
+
+def _shape(metric: Metric) -> _Shape:
+    return SHAPES[metric.inputs](metric)
 
 
 def _udfs(metric: Metric) -> tuple[PythonUDF, PythonUDF]:
@@ -371,8 +394,7 @@ def _macro(metric: Metric, native: bool) -> list[str]:
     return statements
 
 
-PYTHON_INPUTS = ("preferences", "system_preferences", "ranked_grades")
-PYTHON_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.inputs in PYTHON_INPUTS)
+PYTHON_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.kind.engine == "python")
 
 UDFS: list[PythonUDF] = [udf for m in PYTHON_METRICS for udf in _udfs(m)]
 _STATEMENTS = {native: [s for m in PYTHON_METRICS for s in _macro(m, native)]

@@ -8,7 +8,8 @@
 an Arrow UDF (``pyspark.sql.functions.arrow_udf``) that receives whole Arrow batches of the
 argument columns, runs the record's matching step and numpy ``kernel`` (the same code the tests
 check against DuckDB's SQL macros) and returns a DOUBLE column, NULL where the kernel says NaN.
-Each ``inputs`` kind of record is wired in by one entry of ``INPUT_KINDS``.
+Each ``inputs`` kind is read from its description (``duckrank.metrics.inputs.INPUT_KINDS``:
+its Arrow types, numpy matching step and SQL arguments); this module has no table of its own.
 
 SQL surface, as in DuckDB: ``metric(rec, truth [, k] [, option => value ...])``. ``k`` is a
 positive integer, ``'all'`` or omitted (= len(rec)); a NULL k gives NULL; anything else is an
@@ -50,7 +51,6 @@ import decimal
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -62,182 +62,9 @@ from pyspark.sql.types import DataType, _parse_datatype_string
 
 # Re-exported: duckrank.spark.beyond_accuracy.
 from duckrank.engines.spark_beyond import beyond_accuracy as beyond_accuracy
-from duckrank.matching.arrays import (
-    Hits,
-    match_grade_lists,
-    match_graded_hits,
-    match_grades,
-    match_hits,
-    match_judged,
-)
-from duckrank.matching.preferences import (
-    match_preferences,
-    match_ranked_grades,
-    match_system_preferences,
-    run_preference_kernel,
-)
 from duckrank.metrics import METRICS
 from duckrank.metrics.record import Metric
 from duckrank.render import spark_sql
-
-
-def _is_list(data_type: pa.DataType) -> bool:
-    return pa.types.is_list(data_type) or pa.types.is_large_list(data_type)
-
-
-def _id_lists(rec: pa.DataType, truth: pa.DataType) -> bool:
-    """Two lists of ids of one kind (one type, or integers of any width)."""
-    if not (_is_list(rec) and _is_list(truth)):
-        return False
-    rec_ids, truth_ids = rec.value_type, truth.value_type
-    return rec_ids == truth_ids or (pa.types.is_integer(rec_ids) and pa.types.is_integer(truth_ids))
-
-
-def _ids_and_ids_or_grades(rec: pa.DataType, truth: pa.DataType) -> bool:
-    """A truth MAP is matched by the ids' text form (as in DuckDB), so any key type goes."""
-    return _id_lists(rec, truth) or (_is_list(rec) and pa.types.is_map(truth))
-
-
-def _structs_and_numbers(rec: pa.DataType, truth: pa.DataType) -> bool:
-    """Hivemall's graded form: rec holds structs whose first field is the grade (as in DuckDB,
-    where a plain id list must not be read as grades), truth holds grades."""
-    return (
-        _is_list(rec)
-        and _is_list(truth)
-        and pa.types.is_struct(rec.value_type)
-        and rec.value_type.num_fields > 0
-        and _is_number(rec.value_type.field(0).type)
-        and _is_number(truth.value_type)
-    )
-
-
-def _is_number(data_type: pa.DataType) -> bool:
-    return pa.types.is_integer(data_type) or pa.types.is_floating(data_type) or pa.types.is_decimal(
-        data_type
-    )
-
-
-def _one_kind(*ids: pa.DataType) -> bool:
-    return all(t == ids[0] for t in ids) or all(pa.types.is_integer(t) for t in ids)
-
-
-def _preference_ids(data_type: pa.DataType) -> list[pa.DataType] | None:
-    """The id types of a list of preference structs (its first two fields; a struct of another
-    size is accepted here so that matching can name the problem), None for other types."""
-    if not (_is_list(data_type) and pa.types.is_struct(data_type.value_type)):
-        return None
-    fields = data_type.value_type
-    return [fields.field(i).type for i in range(min(2, fields.num_fields))]
-
-
-def _ids_and_preferences(rec: pa.DataType, truth: pa.DataType) -> bool:
-    pair_ids = _preference_ids(truth)
-    return (
-        _is_list(rec) and not pa.types.is_nested(rec.value_type) and pair_ids is not None
-        and _one_kind(rec.value_type, *pair_ids)
-    )
-
-
-def _preferences_and_preferences(system: pa.DataType, truth: pa.DataType) -> bool:
-    system_ids, truth_ids = _preference_ids(system), _preference_ids(truth)
-    return system_ids is not None and truth_ids is not None and _one_kind(*system_ids, *truth_ids)
-
-
-def _ids_and_graded_map(rec: pa.DataType, truth: pa.DataType) -> bool:
-    """Keys of another kind than rec's ids are matched by their text form, as in DuckDB."""
-    return (
-        _is_list(rec) and not pa.types.is_nested(rec.value_type)
-        and pa.types.is_map(truth) and _is_number(truth.item_type)
-    )
-
-
-def _kernel_values(metric: Metric, matched: Any, settings: dict[str, object]) -> np.ndarray:
-    return metric.kernel(matched, **settings)
-
-
-def _preference_values(metric: Metric, matched: Any, settings: dict[str, object]) -> np.ndarray:
-    # Names the items of a cycle the kernel finds, as the DuckDB UDFs do.
-    return run_preference_kernel(metric.name, metric.kernel, matched, **settings)
-
-
-@dataclass(frozen=True)
-class InputKind:
-    """How the records of one ``inputs`` kind are called from Spark.
-
-    ``match(rec, truth, cut, function)`` is the kind's numpy matching step over Arrow arrays
-    (``cut``: the per-row cut-off as float64, NaN for a NULL k, None for records without k;
-    ``function``: the SQL name, for its errors); ``values(metric, matched, options)`` runs the
-    record's ``kernel`` on its result. ``accepts(rec_type, truth_type)`` says which Arrow types
-    the kind reads, and ``arguments`` is its SQL signature, for errors and docs.
-    """
-
-    match: Callable[[pa.Array, pa.Array, np.ndarray | None, str], Any]
-    accepts: Callable[[pa.DataType, pa.DataType], bool]
-    arguments: str
-    values: Callable[[Metric, Any, dict[str, object]], np.ndarray] = _kernel_values
-
-
-def _match_hits(rec: pa.Array, truth: pa.Array, cut: np.ndarray, function: str) -> Hits:
-    return match_hits(rec, truth, cut)
-
-
-def _without_k(match: Callable[[pa.Array, pa.Array, str], Any]) -> Callable[..., Any]:
-    """A matching step of records that take no k, called as the ones that do."""
-
-    def matched(rec: pa.Array, truth: pa.Array, cut: None, function: str) -> Any:
-        return match(rec, truth, function)
-
-    return matched
-
-
-def _deferred(rec: pa.Array, truth: pa.Array, cut: np.ndarray | None, function: str) -> tuple:
-    """The arguments themselves: kinds whose matching reads an option (min_grade) match in
-    their ``values``."""
-    return rec, truth, cut, function
-
-
-def _graded_hits_values(metric: Metric, matched: tuple, settings: dict[str, object]) -> Any:
-    rec, truth, cut, function = matched
-    hits = match_graded_hits(rec, truth, cut, min_grade=settings.get("min_grade"),
-                             function=function)
-    return metric.kernel(hits, **settings)
-
-
-def _judged_values(metric: Metric, matched: tuple, settings: dict[str, object]) -> Any:
-    rec, truth, cut, function = matched
-    judged = match_judged(rec, truth, cut, min_grade=settings.get("min_grade"),
-                          function=function)
-    return metric.kernel(judged, **settings)
-
-
-_PREFERENCES = "ARRAY<STRUCT<preferred T, other T>>"
-
-INPUT_KINDS: dict[str, InputKind] = {
-    "hits": InputKind(_match_hits, _id_lists, "rec ARRAY<T>, truth ARRAY<T>"),
-    "grades": InputKind(
-        match_grades, _ids_and_ids_or_grades, "rec ARRAY<T>, truth ARRAY<T> | MAP<T, grade>"
-    ),
-    "grade_lists": InputKind(
-        match_grade_lists, _structs_and_numbers, "rec ARRAY<STRUCT<grade, ...>>, truth ARRAY<grade>"
-    ),
-    "preferences": InputKind(
-        _without_k(match_preferences), _ids_and_preferences, f"rec ARRAY<T>, truth {_PREFERENCES}",
-        _preference_values,
-    ),
-    "system_preferences": InputKind(
-        _without_k(match_system_preferences), _preferences_and_preferences,
-        f"system {_PREFERENCES}, truth {_PREFERENCES}", _preference_values,
-    ),
-    "ranked_grades": InputKind(
-        _without_k(match_ranked_grades), _ids_and_graded_map, "rec ARRAY<T>, truth MAP<T, grade>"
-    ),
-    "graded_hits": InputKind(
-        _deferred, _ids_and_graded_map, "rec ARRAY<T>, truth MAP<T, grade>", _graded_hits_values
-    ),
-    "judged": InputKind(
-        _deferred, _ids_and_graded_map, "rec ARRAY<T>, truth MAP<T, grade>", _judged_values
-    ),
-}
 
 
 def _applies(metric: Metric, rec: pa.DataType, truth: pa.DataType) -> bool:
@@ -245,7 +72,7 @@ def _applies(metric: Metric, rec: pa.DataType, truth: pa.DataType) -> bool:
     its Python UDFs take any column type, so the records sharing a name are told apart here, as
     DuckDB's macro overloads are by the record's ``truth_type`` (a MAP type or a LIST)."""
     wants_map = metric.truth_type.upper().startswith("MAP")
-    return INPUT_KINDS[metric.inputs].accepts(rec, truth) and (
+    return metric.kind.accepts(rec, truth) and (
         pa.types.is_map(truth) == wants_map
     )
 
@@ -344,7 +171,7 @@ class SparkFunction:
             if _applies(metric, rec, truth):
                 return metric
         forms = "; ".join(
-            f"{self.name}({INPUT_KINDS[m.inputs].arguments}{' [, k]' if m.cutoff else ''})"
+            f"{self.name}({m.kind.arguments}{' [, k]' if m.cutoff else ''})"
             for m in self.overloads
         )
         raise TypeError(f"{self.name}: no form takes rec {rec} and truth {truth}; forms: {forms}")
@@ -360,13 +187,13 @@ class SparkFunction:
             if values is not None and name not in known:
                 raise ValueError(
                     f"{self.name}: option {name} does not apply to the form "
-                    f"{self.name}({INPUT_KINDS[metric.inputs].arguments})"
+                    f"{self.name}({metric.kind.arguments})"
                 )
         settings = {
             name: _constant_option(self.name, name, options.get(name), option.default)
             for name, option in known.items()
         }
-        kind = INPUT_KINDS[metric.inputs]
+        kind = metric.kind
         cut = None
         if metric.cutoff:
             rec_lengths = pc.fill_null(pc.list_value_length(rec), 0).to_numpy(
@@ -376,10 +203,11 @@ class SparkFunction:
             rec = _head(rec, np.minimum(np.nan_to_num(cut), rec_lengths).astype(np.int64))
         elif k is not None:
             raise ValueError(f"{self.name} takes no k: {metric.signature}")
-        matched = kind.match(rec, truth, cut, self.name)
+        matched = kind.match(rec, truth, cut, self.name, settings)
+        result = kind.run(metric.name, metric.kernel, matched, settings)
         if metric.result_type == "VARCHAR":  # relstring: text, None where NULL
-            return pa.array(kind.values(metric, matched, settings), type=pa.string())
-        values = np.asarray(kind.values(metric, matched, settings), dtype=np.float64)
+            return pa.array(result, type=pa.string())
+        values = np.asarray(result, dtype=np.float64)
         return pa.array(values, type=pa.float64(), mask=np.isnan(values))
 
     def batch_function(self) -> Callable[..., pa.Array]:
@@ -416,15 +244,15 @@ def spark_functions() -> dict[str, SparkFunction]:
     """The Spark SQL functions ``register`` creates, by name."""
     by_name: dict[str, list[Metric]] = {}
     for metric in METRICS:
-        if metric.kernel is not None and metric.inputs in INPUT_KINDS:
+        if metric.kernel is not None:
             by_name.setdefault(metric.name, []).append(metric)
     return {name: SparkFunction(name, tuple(records)) for name, records in by_name.items()}
 
 
 def unsupported_metrics() -> list[Metric]:
-    """Records that have no Spark function (no kernel, or an ``inputs`` kind not wired in):
-    none today; kept so that a new kind shows up here (and in the tests) until it is wired."""
-    return [m for m in METRICS if m.kernel is None or m.inputs not in INPUT_KINDS]
+    """Records that have no Spark function (no kernel): none today; every input kind is read
+    from ``duckrank.metrics.inputs``, so a record with a kernel always has one."""
+    return [m for m in METRICS if m.kernel is None]
 
 
 # --- native forms: Spark SQL expressions from the records ---------------------------------------
@@ -485,7 +313,7 @@ def metric(name: str, rec: str = "rec", truth: str = "truth", k: int | str | Non
 
 @dataclass(frozen=True)
 class OrderedOptions:
-    """Hivemall's ``to_ordered_list`` options (shared/notes/hivemall-semantics.md section 7)."""
+    """Hivemall's ``to_ordered_list`` options (its UDAF's ``-k``, ``-reverse``, ``-dedup``)."""
 
     k: int | None = None
     reverse: bool = False

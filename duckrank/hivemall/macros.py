@@ -3,10 +3,12 @@
 Apache Hivemall's evaluation functions are aggregates (UDAFs): each row of (rec, truth [, k])
 gives one double and the function returns their mean. This module renders them as DuckDB
 aggregate macros in the schema ``hivemall`` (a macro whose body holds an aggregate is an
-aggregate), following shared/notes/hivemall-semantics.md sections 1-4 and 8 exactly. Where and
-why they differ from duckrank's main functions is in docs/hivemall.md.
+aggregate), following Apache Hivemall's code exactly (apache/incubator-hivemall at commit
+34079778, 2022-09-06; its evaluation classes are the same at v0.5.2 and v0.6.0-rc1) and its user
+guide, "Evaluation of ranking problems". Where and why they differ from duckrank's main functions
+is in docs/hivemall.md.
 
-Shared per-row rules (note section 1):
+Shared per-row rules (Hivemall's list-based ranking UDAFs):
 
 * rec NULL counts as an empty list; truth NULL skips the row; k omitted means len(rec).
 * k must be an integer type; k < 0 or a NULL k is an error; K = min(len(rec), k).
@@ -77,7 +79,7 @@ def _parts(rec: str) -> str:
 
 
 def _recommend_size(fn: str, k: str) -> str:
-    """Hivemall's checks on the third argument (note 1.1, 1.2), as the BIGINT k."""
+    """Hivemall's checks on the third argument (recommendSize), as the BIGINT k."""
     integer_types = ", ".join(f"'{t}'" for t in INTEGER_TYPES)
     return (
         f"(CASE WHEN typeof({k}) NOT IN ({integer_types}) "
@@ -91,7 +93,8 @@ def _recommend_size(fn: str, k: str) -> str:
 
 
 def hit_positions_sql(items: str, truth: str, top: str) -> str:
-    """Hivemall's matching (note 1.4): 1-based positions i <= top whose item is in truth.
+    """Hivemall's matching (Java equality, by linear search): 1-based positions i <= top whose
+    item is in truth.
 
     Unlike the main matching step (``duckrank.matching``) every occurrence counts (a repeated
     hit is a hit again) and a NULL item is a hit when truth holds a NULL (list_position finds
@@ -116,8 +119,9 @@ def _item_type_mismatch(fn: str, items: str, truth: str) -> tuple[str, str]:
     )
 
 
-# Per-row value of each binary measure (note section 2). Placeholders: {pos} hit positions,
-# {TP} = len(pos), {L} = len(rec), {T} = |truth| with duplicates, {K} = min(L, k), {k} raw k.
+# Per-row value of each binary measure (Hivemall's BinaryResponsesMeasures). Placeholders: {pos}
+# hit positions, {TP} = len(pos), {L} = len(rec), {T} = |truth| with duplicates, {K} = min(L, k),
+# {k} raw k.
 # DuckDB's / on integers is double division (0 / 0 is NaN, as in Java).
 BINARY_MEASURES: dict[str, str] = {
     "recall_at": "CASE WHEN {T} = 0 THEN (CASE WHEN {L} = 0 THEN 1 ELSE 0 END)::DOUBLE "
@@ -134,9 +138,9 @@ BINARY_MEASURES: dict[str, str] = {
     "ELSE coalesce(list_sum(list_transform({pos}, lambda p: 1 / (ln(p + 1) / ln(2)))), 0) "
     "/ list_sum(list_transform(range(1, least({T}, {K}) + 1), "
     "lambda i: 1 / (ln(i + 1) / ln(2)))) END",
-    # Pairs on the raw k (note 2.8). The hit with rank j at position p has (K - p) - (TP - j)
-    # misses ranked below it; summed over the hits: TP * K - sum(p) - TP * (TP - 1) / 2, an
-    # exact integer (TP * (TP - 1) is even).
+    # Pairs on the raw k (Hivemall's ranking-mode auc). The hit with rank j at position p has
+    # (K - p) - (TP - j) misses ranked below it; summed over the hits: TP * K - sum(p) - TP *
+    # (TP - 1) / 2, an exact integer (TP * (TP - 1) is even).
     "auc": "CASE WHEN {TP} * ({k} - {TP}) = 0 THEN 0.5::DOUBLE "
     "ELSE ({TP} * {K} - list_sum({pos}) - {TP} * ({TP} - 1) // 2) / ({TP} * ({k} - {TP})) END",
 }
@@ -156,7 +160,8 @@ SUMMARIES = {
 
 
 def _mean(row_value: str) -> str:
-    """Hivemall's aggregation (note 1.3): sum of the counted rows / their number, 0.0 if none.
+    """Hivemall's aggregation (a running sum and row count): sum of the counted rows / their
+    number, 0.0 if none.
 
     A row counts when its truth is not NULL (its value is then never NULL), so the count is
     count(truth): counting the value itself would compute every row's value twice.
@@ -201,7 +206,8 @@ def _graded_dcg(relevances: str, k: str) -> str:
 
 
 def _graded_ndcg_row(rec: str, truth: str, k: str | None) -> str:
-    """Graded nDCG (note 2.7): DCG(rec relevances, k) / DCG(truth as given, k), no zero guard."""
+    """Graded nDCG (Hivemall's GradedResponsesMeasures): DCG(rec relevances, k) / DCG(truth as
+    given, k), no zero guard."""
     relevances = f"coalesce({_parts(rec)}.relevances, [])"
     cut = f"len({relevances})" if k is None else _recommend_size("ndcg", k)
     grades = f"try_cast({truth} AS DOUBLE[])"
@@ -228,7 +234,7 @@ def _row(fn: str, k: str | None) -> str:
 
 
 def _classification_auc() -> str:
-    """auc(score, label) (note section 3) as an exact Mann-Whitney count.
+    """auc(score, label) (Hivemall's classification auc) as an exact Mann-Whitney count.
 
     Hivemall walks rows in arrival order (callers sort by score descending) and sums ROC
     trapezoids, so equal consecutive scores share half credit. On sorted input that area is the

@@ -356,8 +356,9 @@ def match_judged(
     min_grade: float | None = None,
     function: str = "match_judged",
 ) -> Judged:
-    """The ``Judged`` view of a batch (``duckrank.matching.sql.judged_top_sql`` over Arrow): every
-    item of truth is matched, and each hit reads its grade."""
+    """The ``Judged`` view of a batch (judged truth as ``duckrank.matching.sql`` reads it, what the
+    judged macros of ``duckrank.render.macros`` match in SQL, over Arrow): every item of truth is
+    matched, and each hit reads its grade."""
     truth = combined(truth)
     keys, grades, entry_row, column = _map_parts(truth)
     rec, keys = _same_kind(_as_list_array(rec), keys)

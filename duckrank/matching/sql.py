@@ -350,13 +350,13 @@ def native_matched_sql(function: str, rec: str, truth: str, k: str) -> str:
 _NATIVE_GRADED_IDS = _list_types(("VARCHAR",) + NATIVE_SIGNED_TYPES[:-1] + NATIVE_UNSIGNED_TYPES)
 
 
-def native_grades_sql(rec: str, truth: str, k: str) -> str:
-    """``graded_top_sql``'s value from the native step when rec holds VARCHAR or integer ids,
-    else ``graded_top_sql`` itself."""
+def native_top_grades_sql(rec: str, truth: str, k: str) -> str:
+    """``top_grades_sql``'s value from the native step (its function ``duckrank_grades``: the
+    grades of the top K) when rec holds VARCHAR or integer ids, else ``top_grades_sql`` itself."""
     return (
         f"CASE WHEN typeof({rec}) IN ({_NATIVE_GRADED_IDS}) "
         f"THEN system.main.duckrank_grades({rec}, {truth}, {k}, current_setting('memory_limit')) "
-        f"ELSE {graded_top_sql(rec, truth, k)} END"
+        f"ELSE {top_grades_sql(rec, truth, k)} END"
     )
 
 
@@ -400,7 +400,7 @@ def cutoff_sql(function: str, rec: str, k: str) -> str:
 INTEGER_KEYS = ("BIGINT[]", "MAP(BIGINT, DOUBLE)")
 
 
-def graded_top_sql(rec: str, truth: str, k: str, integer_keys: bool = False) -> str:
+def top_grades_sql(rec: str, truth: str, k: str, integer_keys: bool = False) -> str:
     """Grades of the top K of ``rec`` in rec order (DOUBLE[], 0 for items without a grade) from a
     MAP(VARCHAR, DOUBLE) truth (MAP(BIGINT, DOUBLE) with ``integer_keys``). The map lookup comes
     first so that only items in truth pay for the duplicate check (about 2x faster at K = 100);
@@ -427,7 +427,7 @@ def top_grades_match_sql(top: str, grades: str, k: str, bad: str = "0") -> str:
 
 
 def graded_match_sql(rec: str, truth: str, k: str, integer_keys: bool = False) -> str:
-    """One row's graded match from a graded truth (``graded_top_sql``), the value of the native
+    """One row's graded match from a graded truth (``top_grades_sql``), the value of the native
     ``duckrank_graded`` (match.c): STRUCT(K BIGINT, pos BIGINT[], grades DOUBLE[], ideal
     DOUBLE[], n BIGINT, cut BIGINT, bad BIGINT). pos: the ascending ranks i <= K whose item has
     a positive grade and occurs there first; grades: their grades; ideal: the min(k, n) largest
@@ -438,16 +438,17 @@ def graded_match_sql(rec: str, truth: str, k: str, integer_keys: bool = False) -
         f"coalesce(list_position(list_transform(map_values({truth}), "
         "lambda g: g IS NULL OR NOT isfinite(g) OR g < 0), true), 0)"
     )
-    top = graded_top_sql(rec, truth, k, integer_keys)
+    top = top_grades_sql(rec, truth, k, integer_keys)
     return top_grades_match_sql(top, f"map_values({truth})", k, bad)
 
 
 def native_graded_match_sql(rec: str, truth: str, k: str, integer_keys: bool = False) -> str:
-    """``graded_match_sql``'s value from the native step when rec holds VARCHAR or integer ids,
-    else ``graded_match_sql`` itself, over rec, truth and k bound once per row by a lambda over
-    a one-element list (the arguments may be expressions, which the SQL form's lambdas would
-    evaluate again for every element). DuckDB folds the choice per query. NULL when rec, truth
-    or k is NULL, as the native step gives it."""
+    """``graded_match_sql``'s value from the native step (its function ``duckrank_graded``: the
+    whole graded match) when rec holds VARCHAR or integer ids, else ``graded_match_sql`` itself,
+    over rec, truth and k bound once per row by a lambda over a one-element list (the arguments
+    may be expressions, which the SQL form's lambdas would evaluate again for every element).
+    DuckDB folds the choice per query. NULL when rec, truth or k is NULL, as the native step
+    gives it."""
     row = f"struct_pack(rec := {rec}, truth := {truth}, cut := {k})"
     return (
         f"CASE WHEN typeof({rec}) IN ({_NATIVE_GRADED_IDS}) "

@@ -4,7 +4,7 @@ SQL and numpy kernel) in ``binary``, ``graded``, ``preference``, ``correlation``
 
 Every binary metric over hit positions also takes a MAP truth (item -> grade), relevant meaning
 grade >= min_grade: that overload is derived here from its record
-(``trec_eval.graded_truth_overload``), never written twice. ndcg has its own graded record."""
+(``binary.graded_truth_overload``), never written twice. ndcg has its own graded record."""
 
 from duckrank.metrics import binary, correlation, graded, preference, trec_eval
 from duckrank.metrics.record import Metric
@@ -17,8 +17,8 @@ _HAS_MAP_TRUTH = {m.name for m in _RECORDS if m.truth_type.upper().startswith("M
 
 METRICS: tuple[Metric, ...] = (
     *_RECORDS,
-    *(trec_eval.graded_truth_overload(m) for m in _RECORDS
-      if m.inputs == "hits" and m.name not in _HAS_MAP_TRUTH),
+    *(binary.graded_truth_overload(m) for m in _RECORDS
+      if m.kind.map_overload and m.name not in _HAS_MAP_TRUTH),
 )
 
 

@@ -2,29 +2,31 @@
 
 Shared conventions (K, hits, duplicates, NULL elements) are in ``duckrank.matching``. Every value
 below is NULL (NaN in the kernels) when rec, truth or k is NULL; each record says when else.
-Source of the definitions: the Apache Hivemall guide "Evaluation of ranking problems"
-(shared/seeds/001), which agrees with trec_eval and ranx except where ``peers`` says otherwise.
+Source of the definitions: the Apache Hivemall user guide, "Evaluation of ranking problems"
+(docs/gitbook/eval/rank.md of apache/incubator-hivemall), which agrees with trec_eval and ranx
+except where ``peers`` says otherwise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
 from duckrank.matching.arrays import Hits
 from duckrank.metrics.graded import (
+    GRADED_TRUTH,
     IDEAL,
     IDEAL_K_LIMIT,
     NDCG_OPTIONS,
     binary_ndcg_sql,
     check_ideal_k,
-    check_options,
     chosen_sql,
     discounts,
     ideal_k_error_sql,
 )
-from duckrank.metrics.record import Choice, Metric, Option
+from duckrank.metrics.record import Bounds, Choice, Metric, Option, check_options
 
 NAN = np.nan
 
@@ -301,3 +303,30 @@ AUC = Metric(
 )
 
 METRICS = (PRECISION_AT, RECALL_AT, AVERAGE_PRECISION, MRR, HITRATE, AUC, NDCG)
+
+
+# --- the same metrics over MAP truth (item -> grade) ---------------------------------------------
+
+MIN_GRADE = Option(
+    "min_grade", None,
+    "relevant means grade >= min_grade (trec_eval's -l, ir_measures' rel=); NULL: grade > 0 "
+    "(trec_eval's default on its integer grades). A negative grade is never relevant: trec_eval "
+    "reads it as 'in the pool but unjudged'.",
+    bounds=Bounds(nullable=True),
+)
+
+
+def graded_truth_overload(metric: Metric) -> Metric:
+    """The MAP-truth overload of a binary metric (``inputs="hits"``): the same formula over the
+    items whose grade is relevant (``min_grade``), matched as text as the graded metrics match
+    (``duckrank.render.macros``; ``duckrank.matching.arrays.match_graded_hits``)."""
+    kernel = metric.kernel
+
+    def on_relevant_items(hits: Hits, *, min_grade: float | None = None, **options) -> np.ndarray:
+        # min_grade was applied by the matching step that made ``hits``.
+        return kernel(hits, **options)
+
+    return replace(
+        metric, inputs="graded_hits", truth_type=GRADED_TRUTH,
+        options=(*metric.options, MIN_GRADE), kernel=on_relevant_items if kernel else None,
+    )

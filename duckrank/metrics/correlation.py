@@ -1,8 +1,9 @@
 """Rank correlations between a system's ranked list and graded truth.
 
-Sources: the lecture slides "Rank-Aware Top-N Metrics" (shared/seeds/003: Spearman's rho with
-average ranks for ties, the fraction of concordant pairs), Kendall's tau-b, and AP correlation
-(Yilmaz et al., as written in shared/seeds/000, eq. 3).
+Sources: the lecture slides "Rank-Aware Top-N Metrics" (a recommender-systems course: Spearman's
+rho with average ranks for ties, the fraction of concordant pairs), Kendall's tau-b, and AP
+correlation (Yilmaz et al., as written in Ackerman & Chen, "Evaluating Rank Accuracy based on
+Incomplete Pairwise Preferences", CEUR-WS Vol-811, paper 11, 2011, eq. 3).
 
 Shared conventions, for one row: the items compared are those of ``rec`` that the truth MAP grades,
 each at its first occurrence in rec (a repeated item is ignored, NULL elements are skipped); they
@@ -241,7 +242,7 @@ SPEARMAN = _record(
     "Pearson correlation of system ranks and truth ranks, tied grades at their average rank",
     spearman_kernel,
     "scipy.stats.spearmanr(positions, -grades) on the compared items.",
-    "Lecture slides 'Rank-Aware Top-N Metrics' (seed 003)",
+    "Lecture slides 'Rank-Aware Top-N Metrics' (a recommender-systems course)",
 )
 KENDALL_TAU = _record(
     "kendall_tau",
@@ -258,7 +259,8 @@ AP_CORRELATION = _record(
     "2/(n - 1) * sum over positions i >= 2 of C(i)/(i - 1) - 1, a tie counting 1/2 in C(i)",
     ap_correlation_kernel,
     "No peer in scipy; Yilmaz et al. define no ties (a tie counts 1/2 here).",
-    "Yilmaz, Aslam & Robertson, SIGIR 2008, as written in Ackerman & Chen (seed 000)",
+    "Yilmaz, Aslam & Robertson, SIGIR 2008, as written in Ackerman & Chen (CEUR-WS Vol-811, "
+    "paper 11, 2011)",
 )
 FCP = _record(
     "fcp",
@@ -267,7 +269,7 @@ FCP = _record(
     "concordant / (concordant + discordant)",
     fcp_kernel,
     "Koren's FCP for one user; equals (1 + gamma) / 2, gamma being Goodman and Kruskal's.",
-    "Lecture slides 'Rank-Aware Top-N Metrics' (seed 003)",
+    "Lecture slides 'Rank-Aware Top-N Metrics' (a recommender-systems course)",
 )
 
 METRICS = (SPEARMAN, KENDALL_TAU, AP_CORRELATION, FCP)

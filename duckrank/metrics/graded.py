@@ -17,33 +17,48 @@ these metrics averages over the same rows. A NULL, NaN, infinite or negative gra
 naming the item; so is an option outside its domain.
 
 Sources: Järvelin & Kekäläinen's DCG and the half-life utility of Breese et al. as taught in the
-"Rank-Aware Top-N Metrics" slides (shared/seeds/003), the exponential gain of Burges et al. as in
-Hivemall's graded ndcg (shared/seeds/001), Chapelle et al.'s ERR as restated in shared/seeds/002
-and the xCLiMF paper (shared/seeds/004).
+"Rank-Aware Top-N Metrics" lecture slides (a recommender-systems course), the exponential gain of
+Burges et al. as in Hivemall's graded ndcg (the Apache Hivemall user guide, "Evaluation of
+ranking problems"), Chapelle et al.'s ERR as restated in Bharath G.S., "A Quick Recap on Ranking
+Evaluation metrics" (2022) and in Shi et al., "xCLiMF: Optimizing Expected Reciprocal Rank for
+Data with Multiple Levels of Relevance" (RecSys 2013).
 """
 
 from __future__ import annotations
 
-import numbers
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 
 from duckrank.matching.arrays import Grades
-from duckrank.metrics.record import Choice, Metric, Option
+from duckrank.metrics.record import Above, Choice, Combination, Metric, Option, check_options
 
 GRADED_TRUTH = "MAP(VARCHAR, DOUBLE)"
 
 # ideal := 'k' sums k discounts per row: a larger k is refused rather than left to exhaust memory.
 IDEAL_K_LIMIT = 1_000_000
 
+def _base_with_log2_sql(function: str) -> tuple[str, str]:
+    return (
+        "discount::VARCHAR = 'log2' AND try_cast(base AS DOUBLE) <> 2",
+        f"error('{function}: base applies to discount := ''jarvelin'' only, got base ' "
+        "|| base::VARCHAR || ' with discount ''log2''')",
+    )
+
+
+def _check_base_with_log2(function: str, values: dict) -> None:
+    if values.get("discount") == "log2" and values["base"] != 2:
+        raise ValueError(f"{function}: base applies to discount := 'jarvelin' only, got base "
+                         f"{values['base']!r} with discount 'log2'")
+
+
 GAIN = Option(
     "gain",
     "exponential",
     "gain of a grade g: 'exponential' = 2^g - 1 (Burges et al., Hivemall, ranx's ndcg_burges), "
-    "'linear' = g (trec_eval's ndcg_cut, ranx's ndcg, the seed 003 slides). A LIST truth "
-    "(every grade 1) gains 1 either way.",
+    "'linear' = g (trec_eval's ndcg_cut, ranx's ndcg, the 'Rank-Aware Top-N Metrics' slides). "
+    "A LIST truth (every grade 1) gains 1 either way.",
     choices=("exponential", "linear"),
 )
 DISCOUNT = Option(
@@ -58,17 +73,21 @@ BASE = Option(
     2,
     "the base b of the 'jarvelin' discount, a number > 1 (ranks up to b are not discounted); "
     "any other value than 2 with discount 'log2' is an error.",
+    bounds=Above(1),
+    combinations=(Combination(_base_with_log2_sql, _check_base_with_log2),),
 )
 MAX_GRADE = Option(
     "max_grade",
     4,
     "the largest grade the scale allows, a number > 0: 4 as in TREC's gdeval, 5 for 1..5 "
     "ratings as in the xCLiMF paper. A grade above it is an error.",
+    bounds=Above(0),
 )
 HALF_LIFE = Option(
     "half_life",
     5,
     "the rank alpha whose item has a 50% chance of being viewed, a number > 1.",
+    bounds=Above(1),
 )
 
 IDEAL = Option(
@@ -85,17 +104,11 @@ IDEAL = Option(
 DCG_OPTIONS = (GAIN, DISCOUNT, BASE)
 NDCG_OPTIONS = (*DCG_OPTIONS, IDEAL)
 
-# Options that are numbers, and the bound each must exceed.
-_LOWER_BOUNDS = {"base": 1, "max_grade": 0, "half_life": 1}
 
 
 # --- options -------------------------------------------------------------------------------------
-
-def _requirement(option: Option) -> str:
-    if option.choices:
-        return "one of " + ", ".join(f"'{c}'" for c in option.choices)
-    return f"a number > {_LOWER_BOUNDS[option.name]}"
-
+# Their checks (SQL and numpy) are derived from the records' ``Option``s in
+# ``duckrank.metrics.record`` (``option_errors_sql``, ``check_options``).
 
 def _text(option: str) -> str:
     return f"{option}::VARCHAR"
@@ -105,32 +118,6 @@ def _number(option: str) -> str:
     """The option as a DOUBLE (NULL when it is not a number); used wherever SQL computes with
     it, so that a wrong type reaches the option check instead of failing to bind."""
     return f"try_cast({option} AS DOUBLE)"
-
-
-def option_errors_sql(function: str, options: Iterable[Option]) -> list[tuple[str, str]]:
-    """(condition, error) pairs, in order, for option values outside their domain."""
-    checks = []
-    for option in options:
-        if option.choices:
-            allowed = ", ".join(f"'{c}'" for c in option.choices)
-            invalid = f"{_text(option.name)} IS NULL OR {_text(option.name)} NOT IN ({allowed})"
-        else:
-            value = _number(option.name)
-            bound = _LOWER_BOUNDS[option.name]
-            invalid = f"{value} IS NULL OR NOT isfinite({value}) OR {value} <= {bound}"
-        requirement = _requirement(option).replace("'", "''")
-        message = (
-            f"'{function}: {option.name} must be {requirement}, got ' "
-            f"|| coalesce({_text(option.name)}, 'NULL')"
-        )
-        checks.append((invalid, f"error({message})"))
-        if option.name == "base":
-            checks.append((
-                f"{_text('discount')} = 'log2' AND {_number('base')} <> 2",
-                f"error('{function}: base applies to discount := ''jarvelin'' only, got base ' "
-                "|| base::VARCHAR || ' with discount ''log2''')",
-            ))
-    return checks
 
 
 def choose_sql(option: Option, forms: dict[str, str]) -> str:
@@ -169,27 +156,6 @@ def check_ideal_k(function: str, k: np.ndarray) -> None:
     if len(k) and int(k.max()) > IDEAL_K_LIMIT:
         raise ValueError(f"{function}: ideal := 'k' sums k discounts per row; k must be at most "
                          f"{IDEAL_K_LIMIT}, got {int(k.max())}")
-
-
-def check_options(function: str, options: Iterable[Option], values: dict) -> None:
-    """The numpy kernels' twin of ``option_errors_sql``: raise ValueError with the same text."""
-    for option in options:
-        value = values[option.name]
-        if option.choices:
-            ok = value in option.choices
-        else:
-            ok = (
-                isinstance(value, numbers.Real)
-                and not isinstance(value, bool)
-                and bool(np.isfinite(value))
-                and value > _LOWER_BOUNDS[option.name]
-            )
-        if not ok:
-            raise ValueError(f"{function}: {option.name} must be {_requirement(option)}, "
-                             f"got {value!r}")
-    if "base" in values and values.get("discount") == "log2" and values["base"] != 2:
-        raise ValueError(f"{function}: base applies to discount := 'jarvelin' only, got base "
-                         f"{values['base']!r} with discount 'log2'")
 
 
 # --- gain, discount and the sums over ranks, in SQL ----------------------------------------------
@@ -573,7 +539,8 @@ NDCG_GRADED = Metric(
     "ndcg_score (which also breaks score ties by averaging). discount 'jarvelin': LensKit's "
     "NDCG (gain 'linear' for its gain= field); ideal 'k': RecTools' NDCG (binary). See "
     "docs/conventions.md.",
-    source="shared/seeds/001 (Hivemall, exponential gain), shared/seeds/003 (disc, 9.5 / 10.9)",
+    source="Apache Hivemall user guide, 'Evaluation of ranking problems' (exponential gain); "
+    "lecture slides 'Rank-Aware Top-N Metrics' (disc, 9.5 / 10.9)",
 )
 
 DCG = Metric(
@@ -588,7 +555,8 @@ DCG = Metric(
     options=DCG_OPTIONS,
     peers="ranx's dcg (linear gain) and dcg_burges (exponential) report 0 rather than dropping "
     "rows without relevant items.",
-    source="shared/seeds/003 (DCG(O, u) = 9.5 with the 'jarvelin' discount and linear gain)",
+    source="Lecture slides 'Rank-Aware Top-N Metrics' (DCG(O, u) = 9.5 with the 'jarvelin' "
+    "discount and linear gain)",
 )
 
 ERR = Metric(
@@ -610,8 +578,11 @@ ERR = Metric(
     options=(MAX_GRADE,),
     aliases=("expected_reciprocal_rank",),
     peers="ir-measures' ERR@k (TREC's gdeval, grades 0..4: the same as max_grade := 4). ranx and "
-    "trec_eval have no ERR. The xCLiMF paper (seed 004) uses max_grade 5 for 1..5 ratings.",
-    source="shared/seeds/002 and shared/seeds/004 (eq. 1 and 2)",
+    "trec_eval have no ERR. The xCLiMF paper (Shi et al., RecSys 2013) uses max_grade 5 for "
+    "1..5 ratings.",
+    source="Bharath G.S., 'A Quick Recap on Ranking Evaluation metrics' (2022); Shi et al., "
+    "'xCLiMF: Optimizing Expected Reciprocal Rank for Data with Multiple Levels of Relevance' "
+    "(RecSys 2013), eq. 1 and 2",
 )
 
 HALF_LIFE_UTILITY = Metric(
@@ -628,7 +599,8 @@ HALF_LIFE_UTILITY = Metric(
     aliases=("hlu",),
     peers="No installed peer tool. Breese et al. subtract a neutral vote d from each rating, "
     "max(v - d, 0); here d = 0 (grades are already >= 0): pass v - d as the grade to get theirs.",
-    source="shared/seeds/003 (half-life discount 2^(-(k(i) - 1) / (alpha - 1)))",
+    source="Lecture slides 'Rank-Aware Top-N Metrics' (half-life discount "
+    "2^(-(k(i) - 1) / (alpha - 1)))",
 )
 
 NDCG_GRADES = Metric(
@@ -648,8 +620,8 @@ NDCG_GRADES = Metric(
     peers="Hivemall's ndcg(rec_structs, truth_grades, k) gives the same value when truth is "
     "sorted largest first; Hivemall trusts the caller's order, returns NaN or Infinity instead "
     "of NULL, and accepts negative grades (see the hivemall schema).",
-    source="shared/seeds/001 (dummy_recrel: 0.8128912838590544 at k = 2, 0.9187707805346093 "
-    "at k = 3)",
+    source="Apache Hivemall user guide, 'Evaluation of ranking problems' (dummy_recrel: "
+    "0.8128912838590544 at k = 2, 0.9187707805346093 at k = 3)",
 )
 
 

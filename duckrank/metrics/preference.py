@@ -1,7 +1,8 @@
 """Expected discounted rank correlation (EDRC) over incomplete pairwise preferences.
 
 Source: Ackerman & Chen, "Evaluating Rank Accuracy based on Incomplete Pairwise Preferences"
-(CEUR-WS Vol-811, paper 11; shared/seeds/000), read as in shared/notes/edrc.md.
+(CEUR-WS Vol-811, paper 11, 2011), section 4, read as docs/preference.md says (where the paper's
+worked example has a gap).
 
 Definitions, for one row. V is the set of items the truth has a preference about, among the items
 the system ranked (a truth preference counts only when the system ranked both of its items: "we

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from duckrank.metrics.inputs import INPUT_KINDS, InputKind, input_kind
+
 
 @dataclass(frozen=True)
 class Bounds:
@@ -35,6 +37,7 @@ class Bounds:
     open_low: bool = False
     open_high: bool = False
     nullable: bool = False
+    in_doc = True  # the reference adds "Must be <text>." to the option's doc
 
     def text(self) -> str:
         parts = ["a finite number"]
@@ -72,26 +75,92 @@ class Bounds:
 
 
 @dataclass(frozen=True)
+class Above:
+    """The domain of a number option that must exceed ``low``: finite, > low, never NULL. The
+    graded metrics' options (base, max_grade, half_life); it says "a number > low" and writes
+    its SQL test without the parentheses of ``Bounds``, as those options always did (their
+    messages and the generated SQL are kept byte for byte)."""
+
+    low: int | float
+    nullable = False
+    in_doc = False  # the options' docs say it already: the reference adds no "Must be"
+
+    def text(self) -> str:
+        return f"a number > {self.low}"
+
+    def invalid_sql(self, option: str) -> str:
+        value = f"try_cast({option} AS DOUBLE)"
+        return f"{value} IS NULL OR NOT isfinite({value}) OR {value} <= {self.low}"
+
+    def accepts(self, value: object) -> bool:
+        return (
+            isinstance(value, numbers.Real)
+            and not isinstance(value, bool)
+            and bool(np.isfinite(value))
+            and value > self.low
+        )
+
+
+@dataclass(frozen=True)
+class Combination:
+    """A rule between an option and the others (base applies to discount 'jarvelin' only):
+    ``sql(function)`` gives its (condition, error) pair, checked right after the option's own;
+    ``check(function, values)`` raises the kernels' ValueError with the same text."""
+
+    sql: Callable[[str], tuple[str, str]]
+    check: Callable[[str, dict], None]
+
+
+@dataclass(frozen=True)
 class Option:
-    """A named SQL parameter of a function (``gain := 'linear'``). A number option with
-    ``bounds`` is checked by ``bounded_option_errors_sql`` and ``check_bounded_options``; the
-    others (``choices``, or the graded metrics' numbers) by ``duckrank.metrics.graded``."""
+    """A named SQL parameter of a function (``gain := 'linear'``) and its domain: one of
+    ``choices`` (text), or a number within ``bounds`` (``Bounds``, or ``Above`` for the graded
+    metrics' numbers), with ``combinations``: rules between it and the other options. The SQL
+    checks (``option_errors_sql``) and the kernels' (``check_options``) are derived from it,
+    with the same text. An option with neither choices nor bounds is not checked here (the
+    preference metrics' options: their kernels check them)."""
 
     name: str
     default: str | int | float | None
     doc: str
     choices: tuple[str, ...] = ()
-    bounds: Bounds | None = None
+    bounds: Bounds | Above | None = None
+    combinations: tuple[Combination, ...] = ()
 
-    def other_value(self) -> str | int | float:
-        """A valid value other than the default, for tests that call every option away from
-        its default: the last other choice, or the first of a few numbers the bounds accept."""
+    @property
+    def checked(self) -> bool:
+        return bool(self.choices) or self.bounds is not None
+
+    def requirement(self) -> str:
+        """What a valid value is, as the error says it: "one of 'a', 'b'", "a number > 1"."""
         if self.choices:
-            return [c for c in self.choices if c != self.default][-1]
-        start = 0.0 if self.default is None or isinstance(self.default, str) else self.default
-        candidates = (start + 1.5, start / 2, 2.0, 0.5, start + 0.05)
-        return next(v for v in candidates if v != self.default
-                    and (self.bounds is None or self.bounds.accepts(v)))
+            return "one of " + ", ".join(f"'{c}'" for c in self.choices)
+        assert self.bounds is not None, f"option {self.name} has no domain"
+        return self.bounds.text()
+
+    def errors_sql(self, function: str) -> list[tuple[str, str]]:
+        """(condition, error) pairs: the value outside the domain, then the combinations."""
+        if not self.checked:
+            return []
+        text = f"{self.name}::VARCHAR"
+        if self.choices:
+            allowed = ", ".join(f"'{c}'" for c in self.choices)
+            invalid = f"{text} IS NULL OR {text} NOT IN ({allowed})"
+        else:
+            invalid = self.bounds.invalid_sql(self.name)
+        requirement = self.requirement().replace("'", "''")
+        message = (f"'{function}: {self.name} must be {requirement}, got ' "
+                   f"|| coalesce({text}, 'NULL')")
+        return [(invalid, f"error({message})"), *(c.sql(function) for c in self.combinations)]
+
+    def check(self, function: str, value: object) -> None:
+        """The kernels' twin of the first pair of ``errors_sql``: ValueError, same text."""
+        if not self.checked:
+            return
+        ok = value in self.choices if self.choices else self.bounds.accepts(value)
+        if not ok:
+            raise ValueError(f"{function}: {self.name} must be {self.requirement()}, "
+                             f"got {value!r}")
 
     def sql_default(self) -> str:
         if self.default is None:
@@ -118,71 +187,36 @@ class Choice:
         return f"{self.option.name}::VARCHAR = {self.option.sql_default()}"
 
 
-def bounded_option_errors_sql(function: str, options: Iterable[Option]) -> list[tuple[str, str]]:
-    """(condition, error) pairs for the options with ``bounds`` whose value is outside them."""
-    checks = []
-    for option in options:
-        if option.bounds is None:
-            continue
-        message = (
-            f"'{function}: {option.name} must be {option.bounds.text()}, got ' "
-            f"|| coalesce({option.name}::VARCHAR, 'NULL')"
-        )
-        checks.append((option.bounds.invalid_sql(option.name), f"error({message})"))
-    return checks
+def option_errors_sql(function: str, options: Iterable[Option]) -> list[tuple[str, str]]:
+    """(condition, error) pairs, in order, for option values outside their domain: what every
+    SQL form of a function checks first (the DuckDB macros, trec_eval's formula macros, the
+    Spark SQL forms)."""
+    return [pair for option in options for pair in option.errors_sql(function)]
 
 
-def check_bounded_options(function: str, options: Iterable[Option], values: dict) -> None:
-    """The kernels' twin of ``bounded_option_errors_sql``: ValueError with the same text."""
+def check_options(function: str, options: Iterable[Option], values: dict) -> None:
+    """The kernels' twin of ``option_errors_sql``: ValueError with the same text; each value
+    against its domain, then the combinations."""
+    options = tuple(options)
     for option in options:
-        if option.bounds is not None and not option.bounds.accepts(values[option.name]):
-            raise ValueError(f"{function}: {option.name} must be {option.bounds.text()}, got "
-                             f"{values[option.name]!r}")
+        option.check(function, values[option.name])
+    for option in options:
+        if option.name in values:
+            for combination in option.combinations:
+                combination.check(function, values)
 
 
 @dataclass(frozen=True)
 class Metric:
     """One ranking metric.
 
-    ``inputs`` names the matching step that feeds ``sql`` and ``kernel``:
-
-    * ``"hits"``: binary relevance. Placeholders in ``sql``: ``{pos}`` the 1-based positions of
-      the hits in the top K (in no particular order), ``{K}`` = min(k, len(rec)), ``{k}`` the
-      cut-off (len(rec) when omitted), ``{n}`` the number of distinct relevant items. ``kernel``
-      receives a ``duckrank.matching.arrays.Hits``.
-    * ``"grades"``: graded relevance. truth is a MAP(VARCHAR, DOUBLE) of item -> grade when
-      ``truth_type`` says so, else a LIST (grade 1 for each item). Placeholders: ``{pos}`` the
-      ascending ranks (1-based, within the top K) of the hits with a positive grade (first
-      occurrences only), ``{grades}`` their grades in the same order, ``{ideal}`` the
-      min(k, n) largest positive grades of truth, largest first, ``{n}`` the number of positive
-      grades, ``{K}``, ``{k}`` as above; option parameters are referenced by name. ``kernel``
-      receives a ``duckrank.matching.arrays.Grades`` from ``match_grades``.
-    * ``"grade_lists"``: the same placeholders and ``Grades``, from grades given directly
-      (Hivemall's graded form: rec a list of structs whose first field is the grade, truth a list
-      of grades); numpy matching is ``duckrank.matching.arrays.match_grade_lists``.
-
-    * ``"graded_hits"``: ``"hits"`` over a MAP truth (``truth_type``), relevant meaning grade >=
-      the ``min_grade`` option (NULL: grade > 0; a negative grade never), derived from a
-      ``"hits"`` record (``duckrank.metrics.trec_eval.graded_truth_overload``); ``kernel``
-      receives the ``Hits`` of ``duckrank.matching.arrays.match_graded_hits``.
-    * ``"judged"``: trec_eval's reading of a MAP truth (``duckrank.matching.sql``, judged
-      truth). Placeholders: ``{top}`` the grades of the top K in rec order (NULL: not in truth,
-      a repeat or a NULL item), ``{pos}``, ``{nonrel}``, ``{pool}`` the ascending ranks of its
-      relevant, judged non-relevant (grade >= 0, not relevant) and negative-grade items, ``{n}``
-      and ``{nn}`` the relevant and judged non-relevant items of truth, ``{ideal}`` truth's
-      positive grades, largest first (not cut at k), ``{K}``, ``{k}``; records that read
-      relevance take the ``min_grade`` option. ``kernel`` receives a
-      ``duckrank.matching.arrays.Judged`` from ``match_judged``.
-
-    * ``"preferences"``, ``"system_preferences"``, ``"ranked_grades"``: no pure-SQL form
-      (``sql`` is empty); DuckDB runs the kernel as a Python UDF behind a TEMP macro
-      (``duckrank.engines.python_udfs``); ``duckrank.matching.preferences`` turns the Arrow
-      columns into the kernel's input, for DuckDB and Spark alike. ``preferences``:
-      ``(rec, truth)`` with truth a list of (preferred, other) structs, kernel input
-      ``duckrank.matching.preferences.PreferenceRows``; ``system_preferences``: the same with the
-      system's output a list of preferences too (first argument ``system``); ``ranked_grades``:
-      ``(rec, truth MAP)``, kernel input ``duckrank.matching.preferences.RankedGrades``. These
-      functions take no ``k``.
+    ``inputs`` names the matching step that feeds ``sql`` and ``kernel``: an input kind of
+    ``duckrank.metrics.inputs.INPUT_KINDS`` (``kind``), which says what the step gives the
+    record's ``sql`` (its placeholders) and ``kernel``, and how every engine matches it. An
+    unknown name is refused when the record is made. The kinds without a pure-SQL form
+    (``engine="python"``: ``preferences``, ``system_preferences``, ``ranked_grades``) have an
+    empty ``sql``; DuckDB runs their kernel as a Python UDF behind a TEMP macro
+    (``duckrank.engines.python_udfs``). These functions take no ``k``.
 
     A ``kernel`` takes the matched batch and the record's options as keyword arguments.
 
@@ -206,6 +240,14 @@ class Metric:
     first_argument: str = "rec"
     result_type: str = "DOUBLE"  # the SQL type of the value; a VARCHAR kernel returns objects
     choice: Choice | None = None  # the option ``sql`` chooses a form by, if any
+
+    def __post_init__(self) -> None:
+        input_kind(self.inputs)  # an unknown kind fails here, at import
+
+    @property
+    def kind(self) -> InputKind:
+        """The description of ``inputs``: how each engine matches this record."""
+        return INPUT_KINDS[self.inputs]
 
     @property
     def cli_names(self) -> tuple[str, ...]:

@@ -7,7 +7,8 @@ Two kinds of record:
 * binary measures over the hit positions (``inputs="hits"``, LIST truth): num_ret, num_rel,
   num_rel_ret, r_precision, iprec_at_recall, eleven_point_ap, set_*, relative_precision,
   utility, r_precision_mult, bing, rbp. Like every binary metric they also take a MAP truth
-  (``graded_truth_overload``): relevant means grade >= ``min_grade`` (NULL: grade > 0).
+  (``duckrank.metrics.binary.graded_truth_overload``): relevant means grade >= ``min_grade``
+  (NULL: grade > 0).
 * measures that need the judged non-relevant and unjudged documents, or the grades
   (``inputs="judged"``, MAP truth only): bpref, infap, num_nonrel_judged_ret, unjudged,
   rbp_resid, relstring, ndcg_rel, rndcg, normalized_gain (trec_eval's G). Their matched row
@@ -27,28 +28,20 @@ aggregate macro of ``duckrank.render.macros``).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from duckrank.matching.arrays import Grades, Hits, Judged, row_cumsum
-from duckrank.metrics.record import Bounds, Metric, Option, check_bounded_options
+from duckrank.metrics.binary import MIN_GRADE
+from duckrank.metrics.graded import GRADED_TRUTH
+from duckrank.metrics.record import Bounds, Metric, Option, check_options
 
-GRADED_TRUTH = "MAP(VARCHAR, DOUBLE)"
 SOURCE = (
     "trec_eval (usnistgov/trec_eval, m_{}.c: the measure's description and code), checked "
     "against the trec_eval 9 that pytrec-eval-terrier 0.5 bundles"
 )
 
-MIN_GRADE = Option(
-    "min_grade", None,
-    "relevant means grade >= min_grade (trec_eval's -l, ir_measures' rel=); NULL: grade > 0 "
-    "(trec_eval's default on its integer grades). A negative grade is never relevant: trec_eval "
-    "reads it as 'in the pool but unjudged'.",
-    bounds=Bounds(nullable=True),
-)
 RECALL = Option("recall", 0.0, "the recall level, in [0, 1]", bounds=Bounds(0, 1))
 MULTIPLIER = Option("multiplier", 1.0, "the multiple of R (num_rel)", bounds=Bounds(0))
 BETA = Option("beta", 1.0, "recall's weight against precision", bounds=Bounds(0))
@@ -172,7 +165,7 @@ def _iprec(h: Hits, level: float) -> np.ndarray:
 
 
 def _iprec_at_recall(h: Hits, *, recall: float = 0.0) -> np.ndarray:
-    check_bounded_options("iprec_at_recall", (RECALL,), {"recall": recall})
+    check_options("iprec_at_recall", (RECALL,), {"recall": recall})
     return _iprec(h, recall)
 
 
@@ -197,7 +190,7 @@ def _set_map(h: Hits) -> np.ndarray:
 
 
 def _set_f(h: Hits, *, beta: float = 1.0) -> np.ndarray:
-    check_bounded_options("set_f", (BETA,), {"beta": beta})
+    check_options("set_f", (BETA,), {"beta": beta})
     precision, recall = _safe_ratio(h.counts, h.K), _safe_ratio(h.counts, h.n)
     return _defined(h, _safe_ratio((beta + 1) * precision * recall, beta * precision + recall))
 
@@ -212,7 +205,7 @@ def _set_relative_precision(h: Hits) -> np.ndarray:
 
 def _utility(h: Hits, *, a: float = 1.0, b: float = -1.0, c: float = 0.0, d: float = 0.0,
              num_docs: float = 0) -> np.ndarray:
-    check_bounded_options("utility", UTILITY_OPTIONS,
+    check_options("utility", UTILITY_OPTIONS,
                           {"a": a, "b": b, "c": c, "d": d, "num_docs": num_docs})
     hits = h.counts
     value = a * hits + b * (h.K - hits) + c * (h.n - hits) + d * (num_docs + hits - h.K - h.n)
@@ -220,7 +213,7 @@ def _utility(h: Hits, *, a: float = 1.0, b: float = -1.0, c: float = 0.0, d: flo
 
 
 def _r_precision_mult(h: Hits, *, multiplier: float = 1.0) -> np.ndarray:
-    check_bounded_options("r_precision_mult", (MULTIPLIER,), {"multiplier": multiplier})
+    check_options("r_precision_mult", (MULTIPLIER,), {"multiplier": multiplier})
     cut = np.trunc(multiplier * h.n + 0.9).astype(np.int64)
     return _defined(h, _safe_ratio(_hits_within(h, cut), cut))
 
@@ -231,7 +224,7 @@ def _bing(h: Hits) -> np.ndarray:
 
 
 def _rbp(h: Hits, *, persistence: float = 0.9) -> np.ndarray:
-    check_bounded_options("rbp", (PERSISTENCE,), {"persistence": persistence})
+    check_options("rbp", (PERSISTENCE,), {"persistence": persistence})
     return _defined(h, (1 - persistence) * h.row_sum(np.power(persistence, h.positions - 1.0)))
 
 
@@ -358,22 +351,6 @@ BINARY = (
 )
 
 
-def graded_truth_overload(metric: Metric) -> Metric:
-    """The MAP-truth overload of a binary metric (``inputs="hits"``): the same formula over the
-    items whose grade is relevant (``min_grade``), matched as text as the graded metrics match
-    (``duckrank.render.macros``; ``duckrank.matching.arrays.match_graded_hits``)."""
-    kernel = metric.kernel
-
-    def on_relevant_items(hits: Hits, *, min_grade: float | None = None, **options) -> np.ndarray:
-        # min_grade was applied by the matching step that made ``hits``.
-        return kernel(hits, **options)
-
-    return replace(
-        metric, inputs="graded_hits", truth_type=GRADED_TRUTH,
-        options=(*metric.options, MIN_GRADE), kernel=on_relevant_items if kernel else None,
-    )
-
-
 # --- measures over judged truth ------------------------------------------------------------------
 # Placeholders (``inputs="judged"``, see ``duckrank.metrics.record.Metric``): {gains} the grades
 # of the top K in rec order (0: not in truth), {pos} / {nonrel} / {judged} / {pool} the
@@ -445,7 +422,7 @@ def _unjudged(j: Judged) -> np.ndarray:
 
 
 def _rbp_resid(j: Judged, *, persistence: float = 0.9) -> np.ndarray:
-    check_bounded_options("rbp_resid", (PERSISTENCE,), {"persistence": persistence})
+    check_options("rbp_resid", (PERSISTENCE,), {"persistence": persistence})
     _, ranks, _, _, _, unjudged = _judged_parts(j)
     weight = j.row_sum(np.where(unjudged, np.power(persistence, ranks - 1.0), 0.0))
     value = np.power(persistence, j.K) + (1 - persistence) * weight

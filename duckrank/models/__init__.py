@@ -1,2 +1,3 @@
-"""Recommenders for the seed-004 workflow (PopRec, CLiMF, xCLiMF), numpy only: they train on
-arrays and return factors as Arrow tables; scoring and the top N run in DuckDB."""
+"""Recommenders for the xCLiMF paper's workflow (Shi et al., RecSys 2013: PopRec, CLiMF, xCLiMF),
+numpy only: they train on arrays and return factors as Arrow tables; scoring and the top N run in
+DuckDB."""

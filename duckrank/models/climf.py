@@ -6,9 +6,10 @@ Reciprocal Rank with Collaborative Less-is-More Filtering", RecSys 2012. Its obj
     F(U, V) = sum_m sum_i Y_mi [ln g(f_mi) + sum_j ln(1 - Y_mj g(f_mj - f_mi))]
               - lambda/2 (|U|^2 + |V|^2),
 
-is xCLiMF's eq. 8 with r_mi = Y_mi in {0, 1} (the special case the xCLiMF paper, seed 004, names
-after eq. 10), so this module passes r = 1 to ``xclimf.train``. Not the same as ``xclimf.fit`` on
-ratings in {0, 1}: eq. 2 maps the top rating y_max to (2^y_max - 1) / 2^y_max = 1/2, never to 1.
+is xCLiMF's eq. 8 with r_mi = Y_mi in {0, 1} (the special case the xCLiMF paper, Shi et al.,
+RecSys 2013, names after eq. 10), so this module passes r = 1 to ``xclimf.train``. Not the same
+as ``xclimf.fit`` on ratings in {0, 1}: eq. 2 maps the top rating y_max to (2^y_max - 1) / 2^y_max
+= 1/2, never to 1.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""PopRec, the xCLiMF paper's naive baseline (shared/seeds/004, section 3.2): every user gets the
-items ranked by "the number of times of being rated" in the training data."""
+"""PopRec, the naive baseline of the xCLiMF paper (Shi et al., "xCLiMF: Optimizing Expected
+Reciprocal Rank for Data with Multiple Levels of Relevance", RecSys 2013, section 3.2): every user
+gets the items ranked by "the number of times of being rated" in the training data."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """xCLiMF: matrix factorisation trained by gradient ascent on a smoothed lower bound of ERR.
 
 Shi, Karatzoglou, Baltrunas, Larson and Hanjalic, "xCLiMF: Optimizing Expected Reciprocal Rank
-for Data with Multiple Levels of Relevance", RecSys 2013 (shared/seeds/004; equation numbers
-below are the paper's). CLiMF (``duckrank.models.climf``) is the same training with binary
+for Data with Multiple Levels of Relevance", RecSys 2013 (equation numbers below are the
+paper's). CLiMF (``duckrank.models.climf``) is the same training with binary
 relevance, so it calls ``train`` here.
 
 For user m with rated items I_m, scores f_mi = <U_m, V_i> (eq. 3) and relevance probabilities

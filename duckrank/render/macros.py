@@ -21,21 +21,21 @@ from duckrank.matching.sql import (
     cutoff_sql,
     first_field_grades_sql,
     graded_match_sql,
-    graded_top_sql,
     hits_graded_match_sql,
     id_pair_sql,
     matched_sql,
     native_graded_match_sql,
-    native_grades_sql,
     native_handles_sql,
     native_matched_sql,
+    native_top_grades_sql,
     relevant_grade_sql,
     relevant_keys_sql,
     top_grades_match_sql,
+    top_grades_sql,
 )
 from duckrank.metrics import METRICS
-from duckrank.metrics.graded import option_errors_sql
-from duckrank.metrics.record import Choice, Metric, bounded_option_errors_sql
+from duckrank.metrics.inputs import check_engine
+from duckrank.metrics.record import Choice, Metric, option_errors_sql
 from duckrank.render import beyond_accuracy, ordered_list, protocol, trec
 from duckrank.render.quoting import quote_literal
 
@@ -100,13 +100,8 @@ def _helper_macros(native: bool) -> list[str]:
 
 
 def _option_checks(metric: Metric) -> list[tuple[str, str]]:
-    """(condition, error) pairs for the record's options: number options with ``bounds`` here,
-    the others by ``duckrank.metrics.graded.option_errors_sql``."""
-    unbounded = [o for o in metric.options if o.bounds is None]
-    return [
-        *option_errors_sql(metric.name, unbounded),
-        *bounded_option_errors_sql(metric.name, metric.options),
-    ]
+    """(condition, error) pairs for the record's options (``Option.errors_sql``)."""
+    return option_errors_sql(metric.name, metric.options)
 
 
 def _hits_body(metric: Metric, native: bool) -> str:
@@ -142,10 +137,10 @@ def _hits_value(sql: str, match: str) -> str:
     return f"list_transform([{match}], lambda m: {value})[1]"
 
 
-def _graded_hits_body(metric: Metric, native: bool) -> str:
-    """A binary metric over MAP truth: rec as text against the items of relevant grade
-    (``relevant_keys_sql``), both bound once per row, matched by the native step (VARCHAR
-    against VARCHAR, which it always takes) or the SQL form. Negative grades are allowed
+def _relevant_hits_body(metric: Metric, native: bool) -> str:
+    """``inputs="graded_hits"``: a binary metric over MAP truth, rec as text against the items of
+    relevant grade (``relevant_keys_sql``), both bound once per row, matched by the native step
+    (VARCHAR against VARCHAR, which it always takes) or the SQL form. Negative grades are allowed
     (trec_eval's qrels); NULL, NaN and infinite ones are an error naming the item."""
     name = f"'{metric.name}'"
     row = (
@@ -184,7 +179,8 @@ def _judged_body(metric: Metric, native: bool) -> str:
         "judged": "e.value >= 0", "pool": "e.value < 0",
     }
     top_len = "least(jrow.cut, len(jrow.rec))"
-    gains = (native_grades_sql if native else graded_top_sql)("jrow.text", "jrow.truth", "jrow.cut")
+    top_grades = native_top_grades_sql if native else top_grades_sql
+    gains = top_grades("jrow.text", "jrow.truth", "jrow.cut")
     counts = {
         "n": f"len(list_filter(jrow.entries, lambda e: {relevant}))",
         "nn": f"len(list_filter(jrow.entries, lambda e: {kinds['nonrel']}))",
@@ -230,7 +226,7 @@ def _judged_body(metric: Metric, native: bool) -> str:
     )
 
 
-def _graded_body(
+def _body_over_graded_match(
     metric: Metric,
     match: str,
     grade_checks: tuple[tuple[str, str], ...] = (),
@@ -239,12 +235,12 @@ def _graded_body(
     cast_truth: bool = False,
     default_first: bool = False,
 ) -> str:
-    """A graded metric's body: its SQL over ``match``, the row's graded match
-    (``graded_match_sql``'s struct), bound once per row as ``g`` by a lambda over a one-element
-    list, after ``bad_grade``, a (condition, error) over ``g``. DuckDB evaluates an expression
-    used inside a lambda again for every element, and the SQL forms read rec and truth inside
-    their lambdas: a truth argument written as map(items, grades) was rebuilt for every
-    recommended item (70x slower). So with ``bind_row`` the row is bound first, as ``r.rec``,
+    """The body every graded input kind shares: the record's SQL over ``match``, the row's graded
+    match (``graded_match_sql``'s struct), bound once per row as ``g`` by a lambda over a
+    one-element list, after ``bad_grade``, a (condition, error) over ``g``. DuckDB evaluates an
+    expression used inside a lambda again for every element, and the SQL forms read rec and
+    truth inside their lambdas: a truth argument written as map(items, grades) was rebuilt for
+    every recommended item (70x slower). So with ``bind_row`` the row is bound first, as ``r.rec``,
     ``r.truth`` and ``r.cut`` (the validated cut-off), which ``match`` and ``grade_checks`` then
     read. Without it they read ``rec``, ``truth`` and the cut-off's own expression, for a match
     that reads them outside any lambda (the native step): binding rec and truth costs a copy of
@@ -285,9 +281,10 @@ def _graded_body(
     return f"list_transform([{row}], lambda r: {body})[1]"
 
 
-def _grades_body(metric: Metric, native: bool, integer_keys: bool = False) -> str:
-    """A graded metric's body over MAP or LIST truth (``integer_keys``: the MAP(BIGINT, DOUBLE)
-    overload). With ``native``, the MAP form matches through the native step
+def _truth_grades_body(metric: Metric, native: bool, integer_keys: bool = False) -> str:
+    """``inputs="grades"``: a graded metric over the grades that truth, a MAP item -> grade or a
+    LIST (grade 1 each), gives rec's items (``integer_keys``: the MAP(BIGINT, DOUBLE) overload).
+    With ``native``, the MAP form matches through the native step
     (``native_graded_match_sql``), which also finds a bad grade, n and the ideal list; the LIST
     form matches through the ``duckrank_matched`` helper (``_helper_macros``), which gives n with
     the hit positions: n counts distinct items as the match compares them (a collation
@@ -295,13 +292,13 @@ def _grades_body(metric: Metric, native: bool, integer_keys: bool = False) -> st
     name = f"'{metric.name}'"
     cut = f"duckrank_cutoff({name}, rec, k)"
     if metric.truth_type and native:  # a MAP: item -> grade
-        return _graded_body(
+        return _body_over_graded_match(
             metric, match=native_graded_match_sql("rec", "truth", cut, integer_keys),
             bad_grade=bad_grade_at_sql(name, "truth", "g.bad"), bind_row=False, cast_truth=True,
             default_first=True,
         )
     if metric.truth_type:
-        return _graded_body(
+        return _body_over_graded_match(
             metric, match=graded_match_sql("r.rec", "r.truth", "r.cut", integer_keys),
             bad_grade=bad_grade_at_sql(name, "r.truth", "g.bad"),
         )
@@ -311,15 +308,15 @@ def _grades_body(metric: Metric, native: bool, integer_keys: bool = False) -> st
         f"list_transform([duckrank_matched({name}, rec, truth, {cut})], "
         f"lambda m: {hits_graded_match_sql('m')})[1]"
     )
-    return _graded_body(metric, match=match, bind_row=False)
+    return _body_over_graded_match(metric, match=match, bind_row=False)
 
 
-def _grade_lists_body(metric: Metric, native: bool) -> str:
-    """Hivemall's struct form: rec and truth carry the grades, so there is no matching step and
-    ``native`` changes nothing."""
+def _given_grades_body(metric: Metric, native: bool) -> str:
+    """``inputs="grade_lists"``, Hivemall's struct form: rec and truth are given as grades, so
+    there is no matching step and ``native`` changes nothing."""
     top, truth = first_field_grades_sql("r.rec", "r.cut"), "CAST(r.truth AS DOUBLE[])"
     name = f"'{metric.name}'"
-    return _graded_body(
+    return _body_over_graded_match(
         metric, match=top_grades_match_sql(top, truth, "r.cut"),
         grade_checks=(
             bad_list_grade_sql(name, top, "rec"), bad_list_grade_sql(name, truth, "truth")
@@ -327,10 +324,13 @@ def _grade_lists_body(metric: Metric, native: bool) -> str:
     )
 
 
+# The macro body of each input kind DuckDB runs in pure SQL (``InputKind.engine == "sql"``); a
+# kind of that engine without a body here fails at import.
 BODIES = {
-    "hits": _hits_body, "grades": _grades_body, "grade_lists": _grade_lists_body,
-    "graded_hits": _graded_hits_body, "judged": _judged_body,
+    "hits": _hits_body, "grades": _truth_grades_body, "grade_lists": _given_grades_body,
+    "graded_hits": _relevant_hits_body, "judged": _judged_body,
 }
+check_engine(__name__, "sql", BODIES)
 
 # trec_eval's gm_map and gm_bpref: a per-query value (average_precision, bpref) averaged
 # geometrically, each value first raised to trec_eval's floor MIN_GEO_MEAN (1e-5, trec_eval.h) so
@@ -366,11 +366,11 @@ def _overloads(
     options = "".join(f", {o.name} := {o.sql_default()}" for o in metric.options)
     truth = f"truth {metric.truth_type}" if metric.truth_type else "truth"
     forms = [(f"rec, {truth}", BODIES[metric.inputs](metric, native))]
-    if metric.inputs == "grades" and metric.truth_type:
+    if metric.kind.integer_keys and metric.truth_type:
         rec_type, truth_type = INTEGER_KEYS
         forms.append((
             f"rec {rec_type}, truth {truth_type}",
-            _grades_body(metric, native, integer_keys=True),
+            _truth_grades_body(metric, native, integer_keys=True),
         ))
     if shadowing is not None and metric.name in shadowing[1]:
         forms = [(args, _shadow_guard(metric.name, shadowing[0], b)) for args, b in forms]
@@ -413,7 +413,7 @@ def sql_statements(
     ]
     by_name: dict[str, list[Metric]] = {}
     for metric in METRICS:
-        if metric.inputs in BODIES:
+        if metric.kind.engine == "sql":
             by_name.setdefault(metric.name, []).append(metric)
     for overloads in by_name.values():
         statements += [metric_macro(overloads, native, shadowing), metric_comment(overloads)]

@@ -1,6 +1,7 @@
 """``to_ordered_list``: build ranked lists from long tables without losing tied items.
 
-Hivemall's aggregate (shared/notes/hivemall-semantics.md section 7), as DuckDB SQL macros:
+Hivemall's aggregate (Apache Hivemall's to_ordered_list UDAF, apache/incubator-hivemall at commit
+34079778), as DuckDB SQL macros:
 
 * ``to_ordered_list(value)``, ``(value, options)``, ``(value, key)``, ``(value, key, options)``.
 * No option sorts ascending by key; ``-reverse`` (``-reverse_order``) descending; ``-k n`` keeps

@@ -4,8 +4,8 @@ sampling (issue 18; docs/protocol.md says how to use them).
 Every macro takes table *names* (``query_table``), so a view or a table of any schema works:
 
 * ``given_n_split(ratings, given, test_items := 5, seed := 0)``: per user, ``test_items`` rated
-  items as test and ``given`` others as training (the xCLiMF paper's "Given N", seed 004 section
-  3.1.2); the user's other ratings are ``'unused'``.
+  items as test and ``given`` others as training (the xCLiMF paper's "Given N": Shi et al.,
+  RecSys 2013, section 3.1.2); the user's other ratings are ``'unused'``.
 * ``leave_last_out(ratings, test_items := 1, seed := 0)``: per user, the latest ``test_items``
   ratings (by ``timestamp``) as test, the rest as training.
 * ``time_split(ratings, cut)``: every rating before ``cut`` is training, the rest test.

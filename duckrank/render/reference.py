@@ -67,7 +67,8 @@ def _metric_section(overloads: list[Metric]) -> str:
         lines.append(f"- NULL: {metric.undefined}")
         for option in metric.options:
             choices = f" One of {', '.join(map(repr, option.choices))}." if option.choices else ""
-            bounds = f" Must be {option.bounds.text()}." if option.bounds else ""
+            bounds = (f" Must be {option.bounds.text()}."
+                      if option.bounds and option.bounds.in_doc else "")
             default = option.sql_default()
             lines.append(f"- `{option.name}` (default `{default}`): {option.doc}{choices}{bounds}")
         if metric.peers:

@@ -26,8 +26,7 @@ from functools import cache
 
 from duckrank.matching.sql import cutoff_sql
 from duckrank.metrics import METRICS
-from duckrank.metrics.graded import check_options, option_errors_sql
-from duckrank.metrics.record import Metric, Option, bounded_option_errors_sql, check_bounded_options
+from duckrank.metrics.record import Metric, Option, check_options, option_errors_sql
 
 
 class Untranslatable(ValueError):
@@ -145,7 +144,7 @@ class _Translator:
         token = self.peek()
         return token is None or token in (",", ")", "]", ":") or token.upper() in _CASE_PARTS
 
-    def expression(self, indexes: dict[str, str]) -> str:
+    def expression(self, indexes: dict[str, str]) -> str:  # noqa: C901
         parts: list[str] = []
         while not self.at_end():
             token = self.take()
@@ -322,16 +321,12 @@ def _literal(value: object) -> str:
 
 def _option_checks(metric: Metric) -> list[tuple[str, str]]:
     # The DuckDB macros' checks (duckrank.render.macros._option_checks), translated.
-    unbounded = [o for o in metric.options if o.bounds is None]
-    return [*option_errors_sql(metric.name, unbounded),
-            *bounded_option_errors_sql(metric.name, metric.options)]
+    return option_errors_sql(metric.name, metric.options)
 
 
 def _check_in_python(metric: Metric, values: dict[str, object]) -> None:
     """The numpy kernels' option checks: a bad constant fails when the expression is built."""
-    unbounded = [o for o in metric.options if o.bounds is None]
-    check_options(metric.name, unbounded, values)
-    check_bounded_options(metric.name, metric.options, values)
+    check_options(metric.name, metric.options, values)
 
 
 @cache

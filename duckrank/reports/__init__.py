@@ -1,2 +1,2 @@
 """User-facing reports on top of the evaluation: comparisons of systems with significance marks,
-plots, trec_eval's output, and the seed-004 experiment."""
+plots, trec_eval's output, and the xCLiMF paper's experiment."""

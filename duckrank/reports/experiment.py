@@ -1,4 +1,5 @@
-"""The xCLiMF paper's experiment (shared/seeds/004, section 3) on any ratings file:
+"""The xCLiMF paper's experiment (Shi et al., "xCLiMF: Optimizing Expected Reciprocal Rank for Data
+with Multiple Levels of Relevance", RecSys 2013, section 3) on any ratings file:
 ``run_xclimf_experiment(ratings)`` in Python, ``duckrank experiment xclimf RATINGS`` on the command
 line (docs/protocol.md, "The experiment").
 
@@ -54,8 +55,8 @@ CUTOFF = 5  # ERR@5 and NDCG@5
 LEARNING_RATE = 0.01
 EPOCHS = 100
 
-# shared/seeds/004 on ML1m. Table 1: (system, given) -> (NDCG@5, ERR@5); Table 3: (system,
-# threshold) -> (MRR, ERR). The paper does not say which Given condition Table 3 used; its
+# The xCLiMF paper (RecSys 2013) on ML1m. Table 1: (system, given) -> (NDCG@5, ERR@5); Table 3:
+# (system, threshold) -> (MRR, ERR). The paper does not say which Given condition Table 3 used; its
 # xCLiMF ERR (0.054 at both thresholds) is Table 1's Given 15 value.
 PAPER_TABLE1 = {
     ("PopRec", 5): (0.024, 0.023), ("PopRec", 10): (0.030, 0.029),

@@ -297,10 +297,6 @@ def _ordered_systems(table: _Table, baseline: str | None) -> list[str]:
     return [str(baseline), *(s for s in table.systems if s != str(baseline))]
 
 
-def _metrics_present(table: _Table) -> str:
-    return _listed(table.labels)
-
-
 def _label(table: _Table, metric: str | None, kind: str, spelling: Spelling) -> str:
     """The one metric label a distribution or difference is drawn for."""
     if metric is None:

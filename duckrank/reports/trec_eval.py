@@ -27,12 +27,12 @@ per-query lists, and the output lines are formatted by DuckDB's ``printf``. The 
 read one match per query (``formula_macros``), and the command registers only the functions its
 measures call (``needed_functions``). A measure whose
 duckrank function is missing from this build is an error naming it (``MissingMeasure``), never a
-number.
+number. The formula macros' SQL text is written by ``duckrank.render.trec_eval``; the command's
+flags are parsed by ``duckrank.cli``, which calls ``write_lines``.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 import sys
@@ -49,9 +49,9 @@ from duckrank.engines.duckdb import connect
 from duckrank.evaluation import float_score_sql
 from duckrank.files.trec import LATIN1, UTF8, check_order, encoding, file_paths
 from duckrank.metrics import METRICS
-from duckrank.metrics.graded import option_errors_sql
-from duckrank.metrics.record import Metric, bounded_option_errors_sql
 from duckrank.render.quoting import quote_identifier
+from duckrank.render.trec_eval import FORMULA, HITS
+from duckrank.render.trec_eval import formula_macros as _formula_macros
 
 # trec_eval's MIN_GEO_MEAN: the geometric means count a value below it as this value.
 MIN_GEO_MEAN = 0.00001
@@ -69,14 +69,8 @@ REC, REL, GRADES, GAINS = "duckrank_rec", "duckrank_rel", "duckrank_grades", "du
 # The query's match of duckrank_rec against duckrank_rel (duckrank_matched, the binary metrics'
 # matching step, over the whole ranking): the STRUCT (K, pos, n, cut) their formulas read.
 MATCH = "duckrank_match"
-# The prefix of the TEMP macros, one per binary metric, that compute its record's formula from a
-# match (``formula_macros``).
-FORMULA = "duckrank_trec_eval_"
-
-
-# The binary metrics of the matching step over a list truth (``inputs='hits'``), by name: the
-# value of each is its formula over the match, which one query shares.
-HITS: dict[str, Metric] = {m.name: m for m in METRICS if m.inputs == "hits" and not m.truth_type}
+# The binary metrics read the match through TEMP macros of their record's formula, named
+# FORMULA + the metric's name (``duckrank.render.trec_eval``; ``HITS``: those metrics).
 
 
 def _match_at(k: str | None) -> str:
@@ -405,7 +399,7 @@ def _values(measure: Measure, params: str | None, flag: str) -> list[Value]:
     return [Value(name, measure, None)]
 
 
-def requested_values(requests: Sequence[str]) -> list[Value]:
+def requested_values(requests: Sequence[str]) -> list[Value]:  # noqa: C901
     """The values trec_eval prints for these ``-m`` requests (none: ``official``), in its order.
     A request is a measure, a nickname (``official``, ``set``, ``all_trec``) or a measure with
     parameters after the first dot (``P.5,10``, ``iprec_at_recall..10,.20``,
@@ -474,23 +468,8 @@ def needed_functions(values: Sequence[Value]) -> list[str]:
 def formula_macros(values: Sequence[Value]) -> dict[str, str]:
     """The CREATE statements, by macro name, of TEMP macros
     ``duckrank_trec_eval_<metric>(match, options...)``, one per binary metric that ``values``
-    read from the shared match: the record's formula (the same text as its duckrank
-    macro's) over a match, after the macro's option checks. One match per query feeds every
-    binary measure and cut-off: trec_eval's default measures ran 2.5 times faster and planned 5
-    times faster than with one match per call (docs/trec_eval.md, Speed)."""
-    statements = {}
-    for function in dict.fromkeys(c.function for c in _calls(values) if c.shared()):
-        metric = HITS[function]
-        options = "".join(f", {o.name} := {o.sql_default()}" for o in metric.options)
-        checks = [*option_errors_sql(metric.name, [o for o in metric.options if o.bounds is None]),
-                  *bounded_option_errors_sql(metric.name, metric.options)]
-        m = "duckrank_m"
-        value = metric.sql.format(pos=f"{m}.pos", K=f"{m}.K", k=f"{m}.cut", n=f"{m}.n")
-        whens = "".join(f"WHEN {condition} THEN {error} " for condition, error in checks)
-        name = quote_identifier(FORMULA + function)
-        body = f"CASE {whens}ELSE {value} END" if whens else value
-        statements[name] = f"CREATE OR REPLACE TEMP MACRO {name}({m}{options}) AS {body}"
-    return statements
+    read from the shared match (``duckrank.render.trec_eval`` writes them)."""
+    return _formula_macros(c.function for c in _calls(values) if c.shared())
 
 
 # --- the computation -----------------------------------------------------------------------------
@@ -820,63 +799,28 @@ def trec_eval_lines(
         return [line for *_, line in relation.fetchall()]
 
 
-# --- the command ---------------------------------------------------------------------------------
+# --- the command (its flags are in duckrank.cli) ----------------------------------------------
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``trec_eval`` to the ``duckrank`` command's subparsers (trec_eval's flags, short and
-    long)."""
-    parser = subparsers.add_parser(
-        "trec_eval", help="trec_eval's command: its measures, flags and output",
-        description="Evaluate a TREC run against qrels and print what trec_eval prints "
-        "(measure, query, value lines). Without -m: trec_eval's official measures. See "
-        "docs/trec_eval.md.",
-    )
-    parser.add_argument("qrels", help="the qrels file (qid iteration docid grade)")
-    parser.add_argument("run", help="the run file (qid Q0 docid rank score tag)")
-    parser.add_argument("-q", "--query_eval_wanted", dest="per_query", action="store_true",
-                        help="also print each query's values")
-    parser.add_argument("-m", "--measure", dest="measures", action="append", default=[],
-                        metavar="MEASURE[.PARAMS]",
-                        help="a measure, e.g. map, P.5,10, ndcg_cut.10, "
-                        "iprec_at_recall..10,.20, ndcg.1=3,2=9, set_F.0.5, or official, set, "
-                        "all_trec; repeatable (default: official)")
-    parser.add_argument("-c", "--complete_rel_info_wanted", dest="complete",
-                        action="store_true",
-                        help="evaluate every query of the qrels: one the run lacks scores 0")
-    parser.add_argument("-n", "--nosummary", dest="summary", action="store_false",
-                        help="print no summary (with -q: the per-query values only)")
-    parser.add_argument("-M", "--Max_retrieved_per_topic", dest="max_docs", type=int,
-                        default=None, metavar="N", help="keep the first N documents per query")
-    parser.add_argument("-l", "--level_for_rel", dest="level", type=int, default=1,
-                        metavar="N", help="relevant means grade >= N (default 1)")
-    parser.set_defaults(handler=run)
-    return parser
-
-
-def run(args: argparse.Namespace) -> int:
-    """Print trec_eval's output for parsed ``args``; errors go to stderr, exit status 1."""
-    options = Options(args.per_query, args.complete, args.summary, args.max_docs, args.level)
+def write_lines(qrels: str | Path, run: str | Path, measures: Sequence[str],
+                options: Options) -> None:
+    """Write what ``trec_eval`` prints to stdout, in the files' encoding (``duckrank trec_eval``;
+    errors are raised before any line)."""
     con = None
     try:
         # The flags are checked before duckrank is registered (which takes seconds).
         _check_options(options)
-        values = requested_values(args.measures)
+        values = requested_values(measures)
         check_available(values)
         con = connect(functions=needed_functions(values))
         # trec_eval's output only: no progress bar drawn among the lines on a terminal.
         con.execute("SET enable_progress_bar = false")
-        with _evaluation(args.qrels, args.run, args.measures, options, con) as (relation,
-                                                                                file_encoding):
+        with _evaluation(qrels, run, measures, options, con) as (relation, file_encoding):
             for *_, line in relation.iter_rows(batch_size=10_000):
                 if file_encoding == UTF8:
                     sys.stdout.write(line + "\n")
                 else:
                     sys.stdout.flush()
                     sys.stdout.buffer.write(output_bytes(line + "\n", file_encoding))
-    except (ValueError, duckdb.Error) as error:
-        sys.stderr.write(f"duckrank trec_eval: {error}\n")
-        return 1
     finally:
         if con is not None:
             con.close()
-    return 0

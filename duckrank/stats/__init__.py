@@ -1,8 +1,9 @@
 """Statistical tests over paired per-user values: one ``record.StatTest`` per test (its SQL
 signature, output fields, null hypothesis, p-value convention, when to prefer it, source) with its
-numpy math (``t_test``, ``wilcoxon``, ``resampling``; null distributions in ``distributions``).
+numpy math (``t_test``, ``wilcoxon``, ``resampling``; null distributions in ``distributions``),
+and, for the tests the comparison report offers, how it runs them (``record.InReport``).
 Pure numpy: the DuckDB wiring is ``duckrank.engines.stats``, the docs
-``duckrank.render.compare``."""
+``duckrank.render.compare``, the report ``duckrank.reports.compare``."""
 
 from duckrank.stats.record import StatTest
 from duckrank.stats.resampling import BOOTSTRAP_CI, PAIRED_BOOTSTRAP_CI, RANDOMIZATION_TEST
@@ -12,6 +13,14 @@ from duckrank.stats.wilcoxon import WILCOXON
 TESTS: tuple[StatTest, ...] = (
     PAIRED_TTEST, WILCOXON, RANDOMIZATION_TEST, BOOTSTRAP_CI, PAIRED_BOOTSTRAP_CI
 )
+
+# The tests the comparison report runs (``duckrank.compare``'s ``test=``, ``duckrank compare
+# --test``): those whose record says how (``StatTest.report``), by their report alias, in the
+# aliases' order.
+_REPORTED = [(t.report.alias, t) for t in TESTS if t.report is not None]
+REPORT_TESTS: dict[str, StatTest] = dict(sorted(_REPORTED, key=lambda pair: pair[0]))
+if len(REPORT_TESTS) < len(_REPORTED):
+    raise ValueError("two statistical tests have the same report alias")
 
 
 def by_name(name: str) -> StatTest:

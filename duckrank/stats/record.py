@@ -10,7 +10,9 @@ column ``x``). It runs in two steps, both named by its record:
   tested on its own and any engine can call it).
 
 The DuckDB registration (``duckrank.engines.stats``), the SQL signature and the reference part of
-docs/compare.md (``duckrank.render.compare``) are derived from the records.
+docs/compare.md (``duckrank.render.compare``) are derived from the records, and so are the
+comparison report's tests (``InReport``: ``duckrank.compare``'s ``test=``, its legend, and
+``duckrank compare --test``'s choices and help).
 """
 
 from __future__ import annotations
@@ -115,6 +117,28 @@ VALUES = Summary(
 
 
 @dataclass(frozen=True)
+class InReport:
+    """How the comparison report runs a paired test: a test whose record has one is a choice of
+    ``duckrank.compare``'s ``test=`` and of ``duckrank compare --test`` (``duckrank.stats.
+    REPORT_TESTS``). The report calls the test's aggregate over each (metric, pair of systems)
+    with its options from the report's (``trials``, ``seed``); the comparisons' ``statistic``
+    column shows the test's ``statistic`` field when it has one."""
+
+    alias: str  # the value of test= and --test
+    title: str  # the test's name in the report's legend
+    help: str  # what --test's help says of it, in brackets after the alias
+    # None: the report calls the SQL aggregate. Otherwise the report computes the test itself
+    # from DuckDB's count, avg and var_samp of the differences (Welford: exact digits even when
+    # the differences are constant, where the aggregate's one-pass sums refuse the whole query)
+    # with this function of (n, mean, variance) -> (statistic, p_value), numpy arrays over the
+    # comparisons; differences that are all equal then get neither.
+    from_variance: Callable[[np.ndarray, np.ndarray, np.ndarray],
+                            tuple[np.ndarray, np.ndarray]] | None = None
+    # Why differences that are all equal have no p-value, after "every difference is <value>".
+    constant: str = ""
+
+
+@dataclass(frozen=True)
 class StatTest:
     """One statistical test or interval, as a SQL aggregate returning a STRUCT.
 
@@ -138,6 +162,22 @@ class StatTest:
     # The kernel takes ``stop``, called between blocks of its work, which raises to end it early
     # (a run of resampling trials that an interrupt must not wait for).
     interruptible: bool = False
+    # How the comparison report runs it; None: the report does not offer it as a test.
+    report: InReport | None = None
+
+    def __post_init__(self) -> None:
+        if self.report is not None and (self.summary.arguments != ("x", "y")
+                                        or "p_value" not in self.field_names):
+            raise ValueError(f"{self.name}: a test the comparison report runs is paired (x, y) "
+                             "and returns a p_value")
+
+    @property
+    def field_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.options)
 
     @property
     def signature(self) -> str:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from duckrank.stats.record import DIFFERENCES, VALUES, Field, Option, StatTest
+from duckrank.stats.record import DIFFERENCES, VALUES, Field, InReport, Option, StatTest
 
 _BLOCK = 1 << 19  # numbers held per block of trials (4 MiB as float64)
 _COLUMNS = 512  # bytes of flips (4,096 values) per slice: its table (1 MiB) stays in cache
@@ -214,6 +214,8 @@ RANDOMIZATION_TEST = StatTest(
     kernel=randomization_kernel,
     options=(TRIALS, SEED),
     interruptible=True,
+    report=InReport(alias="randomization", title="Fisher's paired randomization test",
+                    help="Fisher's, --trials sign flips"),
 )
 
 _BOOTSTRAP_CONVENTION = (

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from duckrank.stats.distributions import student_t_two_sided
-from duckrank.stats.record import MOMENTS, Field, StatTest
+from duckrank.stats.record import MOMENTS, Field, InReport, StatTest
 
 _UNIT_ROUNDOFF = 2.0**-53
 _MIN_EXACT_DIGITS = 6
@@ -118,4 +118,8 @@ PAIRED_TTEST = StatTest(
     "search and recommendation experiments.",
     source="Student (1908); `scipy.stats.ttest_rel`.",
     kernel=paired_t,
+    report=InReport(
+        alias="t", title="paired t-test", help="paired t-test", from_variance=student_t,
+        constant=": no variance, so no t statistic (the randomization test gives a p-value)",
+    ),
 )

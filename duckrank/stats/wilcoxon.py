@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from duckrank.stats.distributions import normal_two_sided, signed_rank_tails
-from duckrank.stats.record import DIFFERENCES, Field, StatTest
+from duckrank.stats.record import DIFFERENCES, Field, InReport, StatTest
 
 _EXACT_MAX_N = 50  # scipy's threshold for the exact distribution (no ties, no zeros)
 _PERMUTATION_MAX_N = 13  # below it scipy enumerates all 2^n sign flips (2^13 < its 9999)
@@ -96,4 +96,5 @@ WILCOXON = StatTest(
     "false-positive rate too high on large search and recommendation experiments.",
     source="Wilcoxon (1945); `scipy.stats.wilcoxon`.",
     kernel=wilcoxon_kernel,
+    report=InReport(alias="wilcoxon", title="Wilcoxon signed-rank test", help="signed-rank"),
 )

@@ -1,8 +1,9 @@
 """The dbt-duckdb plugin, with a real ``dbt build`` (dbt-core and dbt-duckdb, threads > 1, offline).
 
-Expected values: the Hivemall guide's table (shared/seeds/001), for the guide's dummy_rec and
-dummy_truth tables: for every user rec = [1, 3, 2, 6], truth = [1, 2, 4], giving
-NDCG 0.7039180890341349 (top-4) / 0.6131471927654585 (top-2) and MAP 0.5555555555555555 (top-4).
+Expected values: the Hivemall guide's table (the Apache Hivemall user guide, "Evaluation of ranking
+problems"), for the guide's dummy_rec and dummy_truth tables: for every user rec = [1, 3, 2, 6],
+truth = [1, 2, 4], giving NDCG 0.7039180890341349 (top-4) / 0.6131471927654585 (top-2) and MAP
+0.5555555555555555 (top-4).
 """
 
 from __future__ import annotations

@@ -3,16 +3,16 @@
 The independent source for every metric value of the binary and graded functions here is DuckDB
 running duckrank's SQL macros (native list functions, a different implementation of each
 definition than the numpy kernels Spark runs), plus the Hivemall guide's worked example
-(shared/seeds/001) for the end-to-end query. For to_ordered_list, DuckDB's to_ordered_list macro
-is the reference.
+(the Apache Hivemall user guide, "Evaluation of ranking problems") for the end-to-end query. For
+to_ordered_list, DuckDB's to_ordered_list macro is the reference.
 
 The preference-based functions (edrc, edrc_preferences and the rank correlations) have no SQL
 form: DuckDB runs the same matching step (duckrank.matching.preferences) and kernels as Python
 UDFs. Comparing the engines on them checks Spark's wiring (argument conversion, id kinds, NULL
 rows, options, error texts); their values are checked against independent sources in
 tests/metrics/test_edrc.py, tests/metrics/test_correlation.py and
-tests/metrics/test_properties.py, and here against the paper's Table 2 (shared/seeds/000)
-through Spark.
+tests/metrics/test_properties.py, and here against the paper's Table 2 (Ackerman & Chen, CEUR-WS
+Vol-811, paper 11) through Spark.
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ def test_spark_matches_duckdb_for_every_metric(spark, con, eval_tables, shape):
 
 
 def test_hivemall_guide_example(spark):
-    # shared/seeds/001: rec = [1, 3, 2, 6] (built by to_ordered_list(itemid, score, '-reverse')),
+    # The Hivemall guide: rec = [1, 3, 2, 6] (built by to_ordered_list(itemid, score, '-reverse')),
     # truth = [1, 2, 4]; the guide's table for top-4 (max_k) and top-2.
     spark.createDataFrame(
         [(u, i, s) for u in (1, 2, 3) for i, s in ((1, 10.0), (3, 8.0), (2, 6.0), (6, 2.0))],
@@ -354,9 +354,9 @@ def _pairs(pairs: str, text: bool = False) -> str:
 
 
 def test_paper_table2_through_spark(spark):
-    # shared/seeds/000, Table 2: truth A > B > C > D (grades A 5, B 4, C 3, D 2), system B, A,
-    # C, D. tau_ap = 1/3 (paper, section 3.2), and edrc with the 'ap' discount equals it on
-    # complete orders; spearman 0.8, kendall_tau 2/3, fcp 5/6 (hand calculations in
+    # Ackerman & Chen, CEUR-WS Vol-811, paper 11, Table 2: truth A > B > C > D (grades A 5, B 4, C
+    # 3, D 2), system B, A, C, D. tau_ap = 1/3 (paper, section 3.2), and edrc with the 'ap' discount
+    # equals it on complete orders; spearman 0.8, kendall_tau 2/3, fcp 5/6 (hand calculations in
     # tests/metrics/test_correlation.py).
     rec = "array('B', 'A', 'C', 'D')"
     truth = _pairs("A>B B>C C>D", text=True)

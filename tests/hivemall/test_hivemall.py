@@ -2,9 +2,10 @@
 numbers.
 
 Where the expected values come from:
-* [guide]: the Hivemall guide "Evaluation of ranking problems" (shared/seeds/001).
-* [note 4], [note 2.x], ...: shared/notes/hivemall-semantics.md, whose tables are the outputs of
-  Hivemall's own BinaryResponsesMeasures / GradedResponsesMeasures classes run on OpenJDK 17.
+* [guide]: the Apache Hivemall user guide, "Evaluation of ranking problems".
+* [note 4], [note 2.x], ...: the outputs of Hivemall's own BinaryResponsesMeasures /
+  GradedResponsesMeasures classes (apache/incubator-hivemall at commit 34079778) run on OpenJDK 17,
+  and the reading of their code, as numbered in this project's notes.
 * [sklearn]: scikit-learn's roc_auc_score, run in the test.
 * [reference]: the note's formulas (sections 1.4 and 2) transcribed into plain Python below,
   run on random rows.

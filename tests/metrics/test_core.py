@@ -1,8 +1,8 @@
 """Acceptance tests of the core issue: binary metrics as DuckDB functions and to_ordered_list.
 
-Where each expected value comes from is said next to it: the Hivemall guide (shared/seeds/001),
-hand calculations written out here, or peer tools run in the test (pytrec-eval-terrier, ranx,
-scikit-learn).
+Where each expected value comes from is said next to it: the Hivemall guide (the Apache Hivemall
+user guide, "Evaluation of ranking problems"), hand calculations written out here, or peer tools run
+in the test (pytrec-eval-terrier, ranx, scikit-learn).
 """
 
 import math
@@ -385,7 +385,7 @@ SCORES = "(VALUES ('a', 3), ('b', 1), ('c', 2), ('d', 2), ('e', NULL), (NULL, 5)
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
-        # shared/notes/hivemall-semantics.md section 7.3; ties (c, d at key 2) by value, in the
+        # Hivemall's to_ordered_list; ties (c, d at key 2) by value, in the
         # direction of the keys.
         ("''", ["b", "c", "d", "a"]),
         ("'-reverse'", ["a", "d", "c", "b"]),

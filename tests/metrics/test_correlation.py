@@ -1,8 +1,8 @@
 """spearman, kendall_tau, ap_correlation and fcp through real DuckDB.
 
-Expected values: the paper's Table 2 (shared/seeds/000: tau_ap = 1/3), hand calculations written
-out below, scipy.stats.spearmanr / kendalltau (tau-b) on random cases with ties, and plain-Python
-pair counts written from the definitions for fcp and tau_ap.
+Expected values: the paper's Table 2 (Ackerman & Chen, CEUR-WS Vol-811, paper 11: tau_ap = 1/3),
+hand calculations written out below, scipy.stats.spearmanr / kendalltau (tau-b) on random cases with
+ties, and plain-Python pair counts written from the definitions for fcp and tau_ap.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """edrc and edrc_preferences through real DuckDB.
 
-Expected values come from Ackerman & Chen (shared/seeds/000, read as in shared/notes/edrc.md),
-from hand calculations written out below, and from a plain-Python reference written straight
-from the paper's definitions (``reference_edrc``) on random cases.
+Expected values come from Ackerman & Chen (Ackerman & Chen, CEUR-WS Vol-811, paper 11, read as
+docs/preference.md reads it), from hand calculations written out below, and from a plain-Python
+reference written straight from the paper's definitions (``reference_edrc``) on random cases.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def pairs_sql(pairs: list[tuple[str, str]]) -> str:
 # --- the paper's worked examples -------------------------------------------------------------
 
 def test_table1_as_printed_gives_2_29(con):
-    # shared/notes/edrc.md: with G as printed, EP(E, B) = 0.5, so C(E) = 2.5 and EDRC = 2/29.
+    # docs/preference.md: with G as printed, EP(E, B) = 0.5, so C(E) = 2.5 and EDRC = 2/29.
     sql = f"SELECT edrc_preferences({pairs_sql(TABLE1_PREDICTION)}, {pairs_sql(TABLE1_TRUTH)})"
     assert value(con, sql) == pytest.approx(2 / 29, abs=1e-12)
 
@@ -118,7 +118,7 @@ def test_linear_is_the_default(con):
 
 # --- a reference implementation straight from the paper ----------------------------------------
 
-def reference_edrc(system_order, truth, discount="linear", system_pairs=None, likelihood=0.5):
+def reference_edrc(system_order, truth, discount="linear", system_pairs=None, likelihood=0.5):  # noqa: C901
     """EDRC from the definitions, with Fractions where possible. ``system_order`` is the ranked
     list (or None when ``system_pairs`` gives the system's preferences)."""
     if system_pairs is None:

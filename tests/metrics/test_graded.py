@@ -2,10 +2,11 @@
 err, half_life_utility and ndcg_grades (Hivemall's graded form), through real DuckDB.
 
 Where each expected value comes from is said next to it: the seeds' worked examples (Järvelin's
-DCG in shared/seeds/003, Hivemall's dummy_recrel in shared/seeds/001), hand calculations written
-out here, or peer tools run in the test on random graded cases (ranx, pytrec-eval-terrier,
-ir-measures, scikit-learn), each with the convention it follows. The numpy kernels (used where
-there is no DuckDB) are checked against the SQL macros on the same rows.
+DCG in the "Rank-Aware Top-N Metrics" lecture slides, Hivemall's dummy_recrel in the Apache Hivemall
+user guide, "Evaluation of ranking problems"), hand calculations written out here, or peer tools run
+in the test on random graded cases (ranx, pytrec-eval-terrier, ir-measures, scikit-learn), each with
+the convention it follows. The numpy kernels (used where there is no DuckDB) are checked against the
+SQL macros on the same rows.
 """
 
 import math

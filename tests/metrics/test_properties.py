@@ -725,7 +725,7 @@ def _java_divide(numerator: float, denominator: float) -> float:
     return numerator / denominator
 
 
-def hivemall_row(name: str, rec: list | None, truth: list, k: Any) -> float:
+def hivemall_row(name: str, rec: list | None, truth: list, k: Any) -> float:  # noqa: C901
     items = rec or []
     length = len(items)
     cut = length if k == ALL else k

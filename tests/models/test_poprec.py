@@ -1,5 +1,5 @@
-"""PopRec (duckrank.models.poprec): the xCLiMF paper's baseline (shared/seeds/004, section 3.2),
-items ranked by their number of ratings, scored and ranked in DuckDB."""
+"""PopRec (duckrank.models.poprec): the xCLiMF paper's baseline (Shi et al., RecSys 2013, section
+3.2), items ranked by their number of ratings, scored and ranked in DuckDB."""
 
 from __future__ import annotations
 

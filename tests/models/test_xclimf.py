@@ -1,6 +1,6 @@
 """xCLiMF and CLiMF (duckrank.models): the objective and gradients against the paper's formulas
-(shared/seeds/004, eq. 2, 8, 9, 10) and finite differences, training behaviour, and scoring in
-DuckDB with list_dot_product and to_ordered_list."""
+(Shi et al., RecSys 2013, eq. 2, 8, 9, 10) and finite differences, training behaviour, and scoring
+in DuckDB with list_dot_product and to_ordered_list."""
 
 from __future__ import annotations
 

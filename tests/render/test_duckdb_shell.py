@@ -38,7 +38,7 @@ import pytest
 
 import duckrank
 from duckrank.metrics import METRICS
-from duckrank.metrics.record import Metric
+from duckrank.metrics.record import Metric, Option
 from duckrank.render.macros import SQL_FILE
 
 SUPPORTED_LINES = ("1.4", "1.5", "2.0")  # as docs/integrations.md states them
@@ -229,8 +229,19 @@ def _option_values(metric: Metric) -> list[dict]:
     variants: list[dict] = [{}]
     variants += [{o.name: c} for o in metric.options for c in o.choices if c != o.default]
     if metric.options:
-        variants.append({o.name: o.other_value() for o in metric.options})
+        variants.append({o.name: _other_value(o) for o in metric.options})
     return variants
+
+
+def _other_value(option: Option) -> str | int | float:
+    """A valid value other than the option's default: the last other choice, or the first of a
+    few numbers its bounds accept."""
+    if option.choices:
+        return [c for c in option.choices if c != option.default][-1]
+    start = 0.0 if option.default is None or isinstance(option.default, str) else option.default
+    candidates = (start + 1.5, start / 2, 2.0, 0.5, start + 0.05)
+    return next(v for v in candidates if v != option.default
+                and (option.bounds is None or option.bounds.accepts(v)))
 
 
 def _sql_value(value: object) -> str:

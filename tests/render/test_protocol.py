@@ -1,5 +1,5 @@
 """The protocol macros (duckrank.render.protocol): the splits and candidate sampling of the
-xCLiMF paper's top-N protocol (shared/seeds/004 section 3.1.2) on a real DuckDB.
+xCLiMF paper's top-N protocol (Shi et al., RecSys 2013, section 3.1.2) on a real DuckDB.
 
 Expected values come from the macros' written definitions (module docstring, docs/protocol.md),
 worked out by hand in each test, and, for the sampling's distribution, from what a uniform sample

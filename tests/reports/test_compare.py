@@ -331,7 +331,8 @@ def test_only_the_per_query_table_outlives_the_scoring(shared, data, tmp_path) -
     users, benchmarks/bench_compare.py): inside ``_scored`` the per-query table is the only
     temporary object left on the connection."""
     from duckrank.evaluation import column_names
-    from duckrank.reports.compare import Inputs, _scored, systems_of
+    from duckrank.reports.compare import Inputs, systems_of
+    from duckrank.reports.compare.scoring import _scored
 
     runs, qrels = data
     paths = []
@@ -443,3 +444,37 @@ def test_names_are_not_markup_in_any_format(shared) -> None:
     assert "\x1b" not in text and "\\x1b[31m" in text and "\\nrow" in text
     assert len(text.splitlines()[2:4]) == 2 and all(line[0] in "ab" for line in
                                                    text.splitlines()[2:4])
+
+
+def test_a_new_test_is_one_record(shared, data, monkeypatch, capsys) -> None:
+    """Issue 26, item 5: a test the report runs is its record (``StatTest.report``): the report,
+    its legend, its checks and ``duckrank compare --test`` follow it with no other edit. The
+    new record here reruns the randomization test's aggregate under another alias and title,
+    so its p-values must be the randomization test's."""
+    import dataclasses
+
+    from duckrank import cli, stats
+    from duckrank.reports.compare import options as compare_options
+    from duckrank.stats.record import InReport
+
+    base = stats.REPORT_TESTS["randomization"]
+    record = dataclasses.replace(base, report=InReport(
+        alias="sign_flips", title="a sign-flip test", help="sign flips, --trials of them"))
+    tests = dict(sorted({**stats.REPORT_TESTS, "sign_flips": record}.items()))
+    for module in (stats, compare_options, cli):  # compare's options read REPORT_TESTS
+        monkeypatch.setattr(module, "REPORT_TESTS", tests)
+
+    runs, qrels = data
+    new = _compare(shared, runs, qrels, ["mrr"], test="sign_flips", trials=200, level=None)
+    old = _compare(shared, runs, qrels, ["mrr"], test="randomization", trials=200, level=None)
+    assert new.frame("comparisons").equals(old.frame("comparisons"))
+    assert "(a sign-flip test pairwise, 200 trials, seed 0, Holm" in " ".join(new.legend())
+    with pytest.raises(ValueError, match="trials=3 is too few"):  # it takes trials: checked
+        _compare(shared, runs, qrels, ["mrr"], test="sign_flips", trials=3)
+    with pytest.raises(ValueError, match="must be one of randomization, sign_flips, t"):
+        _compare(shared, runs, qrels, ["mrr"], test="z")
+
+    assert "sign_flips (sign flips, --trials of them), t (" in cli._test_help()
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "--help"])
+    assert "{randomization,sign_flips,t,wilcoxon}" in capsys.readouterr().out

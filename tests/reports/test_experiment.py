@@ -1,9 +1,9 @@
 """The xCLiMF experiment (duckrank.reports.experiment) end to end on small data: the MovieLens
 sample inside pyspark's wheel (30 users, 100 items, 1,501 ratings 1..5) and the synthetic graded
 data. Few epochs: these tests check the protocol's wiring, not the models' quality (tests/models
-does that). Expected values: the shapes the paper's Tables 1 and 3 have, the paper's own numbers
-(shared/seeds/004) where printed, and PopRec's ERR@5 recomputed here in numpy from its written
-formula."""
+does that). Expected values: the shapes the paper's Tables 1 and 3 have, the paper's own
+numbers (Shi et al., RecSys 2013) where printed, and PopRec's ERR@5 recomputed here in numpy from
+its written formula."""
 
 from __future__ import annotations
 

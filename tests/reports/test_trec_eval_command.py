@@ -25,17 +25,16 @@ import pytest
 import pytrec_eval
 
 import duckrank
+from duckrank.cli import build_parser
 from duckrank.reports.trec_eval import (
     MEASURES,
     Call,
     Measure,
     MissingMeasure,
     Value,
-    add_parser,
     check_available,
     needed_functions,
     requested_values,
-    run,
     trec_eval,
     trec_eval_lines,
 )
@@ -148,9 +147,13 @@ def con() -> duckdb.DuckDBPyConnection:
 
 
 def _parsed(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    add_parser(parser.add_subparsers())
-    return parser.parse_args(["trec_eval", *argv])
+    """``duckrank trec_eval ARGV`` parsed by the command line's parser (``duckrank.cli``)."""
+    return build_parser().parse_args(["trec_eval", *argv])
+
+
+def run(args: argparse.Namespace) -> int:
+    """The command's handler: its exit status, its output and errors printed."""
+    return args.handler(args)
 
 
 def test_the_command_prints_trec_eval_lines_for_the_default_measures(tmp_path: Path,

@@ -1,0 +1,103 @@
+"""Score a run against judgments: the one implementation behind ``duckrank.evaluate`` and the
+``duckrank evaluate`` command line.
+
+A *run* is a long table with one row per (query, item, score); *qrels* (judgments) one row per
+(query, item, grade). A query is whatever the lists are ranked for: a search query or a user.
+Per query, the run becomes a ranked list with ``to_ordered_list(item, score, '-reverse')`` (every
+tied item kept; ties in score broken by item, descending, which is trec_eval's order) and the
+qrels become the truth, then each requested metric is the SQL function of the same name. When
+every metric has a cut-off and the lists are long, only each query's top K is ranked (the same
+list cut at the largest cut-off; see ``_ranked_sql``).
+
+Metric requests are written ``name[(option=value, ...)][@k]`` (``ndcg@10``, ``map@100``,
+``ndcg(gain=linear)@10``); a list or range of cut-offs is one request per cut-off
+(``ndcg@1,5,10``, ``recall@1..100``, ``expand_metric``). Names, aliases, options and their
+choices come from the metric records (``duckrank.metrics``), so every metric in the registry
+is available without code here; two options belong to the evaluation itself:
+``relevance=binary|graded`` (which reading of graded qrels) and ``min_grade=G`` (relevant means
+grade >= G in the binary reading). Beyond-accuracy requests (``arp@10``, ``catalog_coverage@10``;
+docs/beyond-accuracy.md) are computed by ``duckrank.engines.beyond_accuracy.beyond_values`` from
+the same run and qrels and the side tables given (``SideInputs``), and added as columns.
+
+Memory stays flat in the number of queries: the query ids are split into ranges of about
+``ROWS_PER_BUCKET`` input rows (from a sample of the run; a query ranked by its top K counts as
+``TOP_K_ROW_WEIGHT`` * K rows) and the lists are built, matched and summed one range at a time;
+the run and qrels are scanned once per range instead of being held whole (Parquet sorted by query
+skips the row groups outside a range).
+
+Everything the caller supplies (paths, column names, metric names, k, option values) reaches SQL
+as a query parameter, a quoted identifier, or a name checked against the registry: never as SQL
+text.
+
+One module per job, each importing only those listed before it:
+
+* ``metric_requests``: the metric-request language and the peer conventions (``parse_metric``,
+  ``CONVENTIONS``);
+* ``inputs``: the column names, the inputs as relations and the checks before anything is
+  computed;
+* ``planning``: the ranges of query ids, the truth columns and the top-K ranking choice;
+* ``sql``: the ranking and scoring query of one range;
+* ``beyond``: beyond-accuracy requests and their side inputs;
+* ``api``: ``evaluation`` and ``evaluate``.
+
+This package re-exports their public names: ``from duckrank.evaluation import evaluate``.
+"""
+
+from duckrank.evaluation.api import COUNT_COLUMNS, Result, evaluate, evaluation
+from duckrank.evaluation.beyond import SideInputs, side_relation
+from duckrank.evaluation.inputs import (
+    ID_MODES,
+    QRELS_ROLES,
+    RUN_ROLES,
+    ColumnNames,
+    DroppedRows,
+    ShortLists,
+    UngradedQrels,
+    UnrankedQueries,
+    as_relation,
+    column_names,
+    is_polars,
+    reader_columns,
+)
+from duckrank.evaluation.metric_requests import (
+    CONVENTIONS,
+    FLT_MAX,
+    GRADED_LABEL_OPTIONS,
+    LABEL_OPTIONS,
+    LIST_TRUTH_INPUTS,
+    MAX_CUTOFFS,
+    RELEVANCE,
+    REQUEST_MIN_GRADE,
+    Convention,
+    MetricRequest,
+    convention_named,
+    expand_metric,
+    float_score_sql,
+    is_beyond,
+    known_metric_names,
+    needed_functions,
+    parse_metric,
+    parse_metrics,
+    split_metrics,
+)
+from duckrank.evaluation.planning import (
+    NATIVE_TOP_K_ITEMS,
+    NATIVE_TOP_K_KEYS,
+    NATIVE_TOP_K_LIMIT,
+    ROWS_PER_BUCKET,
+    SAMPLE_ROWS,
+    TOP_K_RATIO,
+    TOP_K_ROW_WEIGHT,
+)
+
+__all__ = [
+    "CONVENTIONS", "COUNT_COLUMNS", "FLT_MAX", "GRADED_LABEL_OPTIONS", "ID_MODES",
+    "LABEL_OPTIONS", "LIST_TRUTH_INPUTS", "MAX_CUTOFFS", "REQUEST_MIN_GRADE", "NATIVE_TOP_K_ITEMS",
+    "NATIVE_TOP_K_KEYS", "NATIVE_TOP_K_LIMIT", "QRELS_ROLES", "RELEVANCE", "ROWS_PER_BUCKET",
+    "RUN_ROLES", "SAMPLE_ROWS", "TOP_K_RATIO", "TOP_K_ROW_WEIGHT", "ColumnNames", "Convention",
+    "DroppedRows", "MetricRequest", "Result", "ShortLists", "SideInputs", "UngradedQrels",
+    "UnrankedQueries", "as_relation", "column_names", "convention_named", "evaluate",
+    "evaluation", "expand_metric", "float_score_sql", "is_beyond", "is_polars",
+    "known_metric_names", "needed_functions", "parse_metric", "parse_metrics", "reader_columns",
+    "side_relation", "split_metrics",
+]

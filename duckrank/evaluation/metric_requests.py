@@ -1,0 +1,402 @@
+"""The metric-request language and the peer conventions: what an evaluation is asked to compute.
+
+Metric requests are written ``name[(option=value, ...)][@k]`` (``ndcg@10``, ``map@100``,
+``ndcg(gain=linear)@10``); a list or range of cut-offs is one request per cut-off
+(``ndcg@1,5,10``, ``recall@1..100``, ``expand_metric``). Names, aliases, options and their
+choices come from the metric records (``duckrank.metrics``), so every metric in the registry
+is available without code here; two options belong to the evaluation itself:
+``relevance=binary|graded`` (which reading of graded qrels) and ``min_grade=G`` (relevant means
+grade >= G in the binary reading). Beyond-accuracy requests (``arp@10``, ``rbo(p=0.8)@10``) are
+told apart here (``split_metrics``) and parsed by ``duckrank.engines.beyond_accuracy``.
+
+A ``Convention`` says how an evaluation reads what the metrics leave open: duckrank's own, or
+trec_eval's (``CONVENTIONS``; docs/trec_eval.md).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from duckrank.engines.beyond_accuracy import Request, parse_request
+from duckrank.metrics import METRICS, by_name
+from duckrank.metrics.inputs import INPUT_KINDS
+from duckrank.metrics.record import Metric, Option
+from duckrank.render.beyond_accuracy import RECORDS as BEYOND_RECORDS
+from duckrank.render.spelling import PYTHON, Spelling
+
+# --- metric requests ------------------------------------------------------------------------------
+
+_REQUEST = re.compile(
+    r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(?:\((?P<options>[^()]*)\))?\s*(?:@\s*(?P<k>\S+))?\s*$"
+)
+
+
+# Input kinds whose untyped truth is a LIST of relevant item ids (other untyped truths are
+# preferences or Hivemall's lists of grades, which qrels cannot give).
+LIST_TRUTH_INPUTS = tuple(name for name, kind in INPUT_KINDS.items() if kind.list_truth)
+
+# Options of the evaluation, not of a SQL function: how graded qrels are read.
+RELEVANCE = Option(
+    "relevance", "", "binary: the items of grade > 0 (or >= min_grade) as a LIST; graded: the "
+    "grades as a MAP item -> grade", choices=("binary", "graded"),
+)
+# (Its default only marks it as a number: without min_grade, relevant means grade > 0.)
+REQUEST_MIN_GRADE = Option("min_grade", 1, "relevant means grade >= min_grade (binary reading)")
+
+# Options that change a graded value but not a binary one (2^1 - 1 = 1): a label names them when
+# graded qrels are read as grades, so that ndcg@10 over graded qrels cannot pass for the binary
+# ndcg@10 or for trec_eval's linear-gain one.
+GRADED_LABEL_OPTIONS = ("gain",)
+# Options whose default is a guess about the data, named in every label that leaves them out:
+# err's max_grade (4, Chapelle's 0..4 scale) scales every value, binary ones too (a hit is worth
+# (2^1 - 1) / 2^4), whatever grades the qrels hold.
+LABEL_OPTIONS = ("max_grade",)
+
+
+@dataclass(frozen=True)
+class Convention:
+    """How an evaluation reads what the metrics leave open (docs/trec_eval.md sets duckrank's
+    and trec_eval's side by side).
+
+    ``options``: option values per function where the request sets none; ``undefined_as_zero``:
+    a judged query whose value is undefined (NULL: no relevant item, an empty list) scores 0 and
+    counts in the mean, instead of being left out of it; ``float_scores``: scores compared as
+    single-precision floats (trec_eval keeps a C float: scores equal in their first 7 digits
+    tie, then the item id decides); ``relevant``: the binary reading's test of a grade ``g``
+    without ``min_grade``; ``full_ideal``: functions whose ideal ranking, without a cut-off,
+    holds every relevant item (trec_eval's ndcg) rather than as many as the list is long;
+    ``score_unranked``: a judged query the run has no list for is scored as an empty list and
+    counts in the means (a recommender that returned nothing for a user failed that user, as
+    RecTools and ``compare`` count it), instead of being left out of them (trec_eval without
+    ``-c``)."""
+
+    name: str
+    options: Mapping[str, Mapping[str, str]]
+    undefined_as_zero: bool = False
+    float_scores: bool = False
+    relevant: str = "g > 0"
+    full_ideal: tuple[str, ...] = ()
+    score_unranked: bool = True
+
+
+CONVENTIONS = {
+    "duckrank": Convention("duckrank", {}),
+    "trec_eval": Convention(
+        "trec_eval",
+        {"precision_at": {"denominator": "k"}, "ndcg": {"gain": "linear"},
+         "dcg": {"gain": "linear"}},
+        undefined_as_zero=True, float_scores=True, relevant="g >= 1", full_ideal=("ndcg",),
+        score_unranked=False,
+    ),
+}
+# C's FLT_MAX: a larger score is an infinite float (DuckDB's cast to FLOAT refuses it).
+FLT_MAX = 3.4028234663852886e38
+
+
+def convention_named(name: str, spelling: Spelling = PYTHON) -> Convention:
+    """The convention called ``name``; an unknown name is an error naming the argument."""
+    if name not in CONVENTIONS:
+        raise ValueError(f"{spelling.argument('convention', name)}: the conventions are "
+                         f"{', '.join(CONVENTIONS)}")
+    return CONVENTIONS[name]
+
+
+def float_score_sql(score: str) -> str:
+    """``score`` as trec_eval keeps it: a C float (beyond FLT_MAX, an infinite one)."""
+    return (f"CASE WHEN {score} > {FLT_MAX!r} THEN 'inf'::FLOAT "
+            f"WHEN {score} < -{FLT_MAX!r} THEN '-inf'::FLOAT ELSE CAST({score} AS FLOAT) END")
+
+
+def _truth_form(metric: Metric) -> str | None:
+    """'list' for a LIST of relevant item ids, 'map' for a MAP item -> grade, None for a truth
+    that qrels cannot give."""
+    if metric.truth_type == "" and metric.kind.list_truth:
+        return "list"
+    if metric.truth_type.upper().startswith("MAP"):
+        return "map"
+    return None
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _option_text(value: str | int | float) -> str:
+    return value if isinstance(value, str) else _number_text(value)
+
+
+@dataclass(frozen=True)
+class MetricRequest:
+    """One metric to compute. ``label`` is the request as written; the output column's name is
+    ``column(graded)``, which adds what graded qrels made of it."""
+
+    label: str
+    name: str
+    k: int | None
+    options: tuple[tuple[str, str | int | float], ...]
+    overloads: tuple[Metric, ...]
+    relevance: str | None = None
+    min_grade: int | float | None = None
+    written_name: str = ""
+    written_options: tuple[tuple[str, str], ...] = ()
+    written_k: str | None = None
+
+    def forms(self) -> set[str]:
+        """The truth forms of the overloads that take the options given."""
+        given = {name for name, _ in self.options}
+        return {
+            form for m in self.overloads
+            if given <= {o.name for o in m.options} and (form := _truth_form(m)) is not None
+        }
+
+    def truth_form(self, graded: bool) -> str:
+        """Which truth to pass: 'map' (item -> grade) or 'list' (the relevant items). Graded
+        qrels go as grades to the functions that take them unless the binary reading is asked
+        for (``relevance=binary`` or ``min_grade``); binary qrels and binary-only functions get
+        the list."""
+        forms = self.forms()
+        if self.relevance == "graded":
+            wanted = "map"
+        elif self.relevance == "binary" or self.min_grade is not None:
+            wanted = "list"
+        else:
+            wanted = "map" if "map" in forms and (graded or "list" not in forms) else "list"
+        if wanted not in forms:
+            reading = "graded" if wanted == "map" else "binary"
+            raise ValueError(
+                f"metric {self.label!r}: no form of {self.name} takes these options with a "
+                f"{reading} truth"
+            )
+        return wanted
+
+    def with_defaults(self, defaults: Mapping[str, str]) -> MetricRequest:
+        """The request with ``defaults`` (option -> value) for the options it does not set and
+        its function takes."""
+        known = {o.name: o for m in self.overloads for o in m.options}
+        given = {name for name, _ in self.options}
+        added = tuple((name, _option_value(self.label, known[name], value))
+                      for name, value in defaults.items() if name in known and name not in given)
+        return replace(self, options=self.options + added) if added else self
+
+    def rewritten(self, **changes: str) -> str:
+        """The request as written with options added or replaced (``max_grade='5'``)."""
+        options = dict(self.written_options) | changes
+        text = self.written_name
+        if options:
+            text += "(" + ",".join(f"{n}={v}" for n, v in options.items()) + ")"
+        return text + (f"@{self.written_k}" if self.written_k is not None else "")
+
+    def column(self, graded: bool) -> str:
+        """The output column's name: the request as written, plus the values in force of the
+        options in ``LABEL_OPTIONS`` and, when graded qrels are read as grades, of those in
+        ``GRADED_LABEL_OPTIONS`` (``ndcg@10`` -> ``ndcg(gain=exponential)@10``, ``err@5`` ->
+        ``err(max_grade=4)@5``)."""
+        form = self.truth_form(graded)
+        shown = {*LABEL_OPTIONS, *(GRADED_LABEL_OPTIONS if graded and form == "map" else ())}
+        # The value in force: the request's, a convention's, or the function's default.
+        written, values = dict(self.written_options), dict(self.options)
+        added = {
+            o.name: _option_text(values.get(o.name, o.default))
+            for m in self.overloads if _truth_form(m) == form
+            for o in m.options if o.name in shown and o.name not in written
+        }
+        return self.rewritten(**added) if added else self.label
+
+    def reads_gains(self) -> bool:
+        """Whether its MAP truth goes to a gain function (``InputKind.reads_gains``, inputs
+        'grades': ndcg, dcg, err, half_life_utility), which refuses a negative grade; the other
+        MAP functions read the grades as given (trec_eval's measures: a negative grade is in the
+        pool but unjudged)."""
+        return any(m.kind.reads_gains for m in self.overloads if _truth_form(m) == "map")
+
+
+def known_metric_names() -> list[str]:
+    """Every name and alias of the metrics that a run and qrels can feed, sorted."""
+    usable = {m.name for m in METRICS if _truth_form(m) is not None}
+    return sorted({n for m in METRICS if m.name in usable for n in m.cli_names})
+
+
+def _option_value(label: str, option: Option, text: str) -> str | int | float:
+    text = text.strip()
+    if option.choices:
+        if text not in option.choices:
+            raise ValueError(
+                f"metric {label!r}: option {option.name} must be one of "
+                f"{', '.join(option.choices)}, got {text!r}"
+            )
+        return text
+    if isinstance(option.default, str):
+        return text
+    try:
+        value = int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
+    except ValueError:
+        raise ValueError(
+            f"metric {label!r}: option {option.name} must be a number, got {text!r}"
+        ) from None
+    if not math.isfinite(value):
+        raise ValueError(f"metric {label!r}: option {option.name} must be a finite number, got "
+                         f"{text!r}")
+    return value
+
+
+# The most cut-offs one request may expand to (``recall@1..1000`` is 1,000 columns).
+MAX_CUTOFFS = 10_000
+_CUTOFF_ITEM = re.compile(r"^(?P<low>\d+)(?:\.\.(?P<high>\d+))?$")
+
+
+def expand_metric(text: str) -> list[str]:
+    """One request per cut-off: ``ndcg@1,5,10`` -> ``ndcg@1``, ``ndcg@5``, ``ndcg@10`` and
+    ``recall@1..100`` -> ``recall@1`` ... ``recall@100`` (items combine: ``P@1,5..7``), in the
+    order written; options are kept as written (``ndcg(gain=linear)@5,10``). Any other request
+    is returned as it is."""
+    match = _REQUEST.match(text)
+    if match is None or match["k"] is None or not re.search(r",|\.\.", match["k"]):
+        return [text]
+    prefix = text[:match.start("k")]
+    cutoffs: list[int] = []
+    seen: set[int] = set()
+    for item in match["k"].split(","):
+        found = _CUTOFF_ITEM.match(item)
+        if found is None:
+            raise ValueError(
+                f"metric {text!r}: cannot read the cut-off {item!r}; write a list of positive "
+                "integers and ranges, e.g. ndcg@1,5,10 or recall@1..100"
+            )
+        low = int(found["low"])
+        high = low if found["high"] is None else int(found["high"])
+        if low < 1 or high < low:
+            raise ValueError(
+                f"metric {text!r}: the cut-off {item!r} is not a positive integer or a range "
+                "low..high with 1 <= low <= high"
+            )
+        if len(cutoffs) + high - low + 1 > MAX_CUTOFFS:
+            raise ValueError(f"metric {text!r}: more than {MAX_CUTOFFS:,} cut-offs")
+        for k in range(low, high + 1):
+            if k in seen:
+                raise ValueError(f"metric {text!r}: the cut-off {k} is given twice")
+            seen.add(k)
+            cutoffs.append(k)
+    return [f"{prefix}{k}" for k in cutoffs]
+
+
+def parse_metrics(texts: Sequence[str],
+                  convention: Convention = CONVENTIONS["duckrank"]) -> list[MetricRequest]:
+    """``parse_metric`` of every request after ``expand_metric``, repeated requests once, with
+    the ``convention``'s option values where a request sets none."""
+    requests = (parse_metric(one) for text in texts for one in expand_metric(text))
+    return list({r.label: r.with_defaults(convention.options.get(r.name, {}))
+                 for r in requests}.values())
+
+
+_BEYOND_NAMES = frozenset(m.name for m in BEYOND_RECORDS)
+
+
+def is_beyond(text: str) -> bool:
+    """Whether ``text`` requests a beyond-accuracy metric (``arp@10``, ``rbo(p=0.8)@10``: a name
+    of ``docs/beyond-accuracy.md``), which ``beyond_values`` computes instead of a SQL function
+    over (rec, truth)."""
+    match = _REQUEST.match(text)
+    return match is not None and match["name"].lower() in _BEYOND_NAMES
+
+
+def split_metrics(texts: Sequence[str], convention: Convention = CONVENTIONS["duckrank"]
+                  ) -> tuple[list[MetricRequest], list[Request]]:
+    """The accuracy requests (``parse_metrics``) and the beyond-accuracy ones
+    (``duckrank.engines.beyond_accuracy.parse_request``), each after ``expand_metric``
+    (``arp@5,10`` is two requests) and once."""
+    expanded = [one for text in texts for one in expand_metric(text)]
+    beyond = {text.strip(): parse_request(text) for text in expanded if is_beyond(text)}
+    accuracy = parse_metrics([text for text in expanded if not is_beyond(text)], convention)
+    return accuracy, list(beyond.values())
+
+
+# What an evaluation calls besides its metrics: the ranking and the TREC file readers.
+_EVALUATION_FUNCTIONS = ("to_ordered_list", "read_trec_run", "read_trec_qrels")
+
+
+def needed_functions(metrics: Sequence[str], convention: str = "duckrank") -> list[str] | None:
+    """The duckrank SQL functions that evaluating ``metrics`` calls, for ``connect(functions=...)``
+    (which registers them and their helpers in a tenth of the time of every function); None when
+    a request or the convention does not parse: then every function is registered and the
+    evaluation names the error."""
+    try:
+        accuracy, beyond = split_metrics(metrics, convention_named(convention))
+    except ValueError:
+        return None
+    names = [*(request.name for request in accuracy), *(request.metric.name for request in beyond)]
+    return [*_EVALUATION_FUNCTIONS, *dict.fromkeys(names)]
+
+
+def parse_metric(text: str) -> MetricRequest:  # noqa: C901
+    """Parse ``name[(option=value, ...)][@k]`` against the metric records."""
+    match = _REQUEST.match(text)
+    if match is None:
+        raise ValueError(
+            f"cannot read metric {text!r}: write name[@k] or name(option=value, ...)[@k], "
+            "e.g. ndcg@10 or ndcg(gain=linear)@10"
+        )
+    try:
+        record = by_name(match["name"])
+    except KeyError:
+        raise ValueError(
+            f"unknown metric {match['name']!r}; known metrics: {', '.join(known_metric_names())}; "
+            f"beyond-accuracy metrics (docs/beyond-accuracy.md): "
+            f"{', '.join(sorted(_BEYOND_NAMES))}"
+        ) from None
+    overloads = tuple(m for m in METRICS if m.name == record.name)
+    forms = {_truth_form(m) for m in overloads} - {None}
+    if not forms:
+        kinds = ", ".join(sorted({m.inputs for m in overloads}))
+        raise ValueError(
+            f"metric {text!r}: {record.name} cannot be computed from a run and qrels (it takes "
+            f"{kinds}, not a list or map of judged items)"
+        )
+
+    k = None
+    if match["k"] is not None and not all(m.cutoff for m in overloads):
+        raise ValueError(f"metric {text!r}: {record.name} takes no cut-off (@k)")
+    if match["k"] is not None and match["k"].lower() != "all":
+        if not re.fullmatch(r"\d+", match["k"]) or int(match["k"]) < 1:
+            raise ValueError(
+                f"metric {text!r}: the cut-off after @ must be a positive integer or 'all', "
+                f"got {match['k']!r}"
+            )
+        k = int(match["k"])
+
+    # relevance picks between two readings, so only functions with both forms take it;
+    # min_grade applies wherever there is a binary reading.
+    known = {o.name: o for m in overloads for o in m.options}
+    if forms == {"list", "map"}:
+        known["relevance"] = RELEVANCE
+    if "list" in forms:
+        known["min_grade"] = REQUEST_MIN_GRADE
+    written: dict[str, str] = {}
+    values: dict[str, str | int | float] = {}
+    for assignment in filter(str.strip, (match["options"] or "").split(",")):
+        name, equals, value = assignment.partition("=")
+        name = name.strip().lower()
+        if not equals or name not in known:
+            takes = ", ".join(sorted(known)) or "none"
+            raise ValueError(
+                f"metric {text!r}: unknown option {assignment.strip()!r}; "
+                f"{record.name} takes: {takes}"
+            )
+        if name in written:
+            raise ValueError(f"metric {text!r}: option {name} is given twice")
+        written[name] = value.strip()
+        values[name] = _option_value(text, known[name], value)
+
+    relevance = values.pop("relevance", None)
+    min_grade = values.pop("min_grade", None)
+    if relevance == "graded" and min_grade is not None:
+        raise ValueError(f"metric {text!r}: min_grade sets what counts as relevant in the binary "
+                         "reading; it does not go with relevance=graded")
+    return MetricRequest(
+        label=text.strip(), name=record.name, k=k, options=tuple(values.items()),
+        overloads=overloads, relevance=relevance, min_grade=min_grade,
+        written_name=match["name"], written_options=tuple(written.items()),
+        written_k=match["k"],
+    )

@@ -1,0 +1,238 @@
+"""The comparison report's result (``Report``): its frames, and the systems x metrics table as
+text, Markdown, LaTeX, CSV and JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from duckrank.render.quoting import latex_text, markdown_text, plain_text
+from duckrank.reports.compare.options import CORRECTION_NAMES, Options, _plural
+
+if TYPE_CHECKING:
+    import pandas
+
+DIGITS = 4
+LEGEND_WIDTH = 100  # the text table's legend is wrapped to this many characters
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+SUPERSCRIPTS = "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ𐞥ʳˢᵗᵘᵛʷˣʸᶻ"
+TABLES = ("summary", "comparisons")
+_NOTES_SHOWN = 5  # comparisons without a p-value named in the legend (all in the frame)
+
+
+def _fixed(value: float | None, digits: int) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "NULL"
+    return f"{value:.{digits}f}"
+
+
+def _plain(value: Any) -> Any:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+@dataclass(frozen=True)
+class Report:
+    """The result of ``compare``: one row per system and metric (``frame()``), one per comparison
+    made (``frame('comparisons')``) and the per-query values they come from (``per_query``).
+
+    ``str(report)`` / ``table()`` print the systems x metrics table: each system's letter, its
+    mean (rounded to ``digits``), the letters of the systems it beats significantly as
+    superscripts (the ranx style), and the bootstrap interval in brackets; a legend says which
+    test, correction and interval. ``to_markdown``, ``to_latex`` (booktabs) print the same;
+    ``to_csv`` and ``to_json`` keep every digit. Frames are pandas, or polars when a run or the
+    qrels were polars.
+    """
+
+    systems: tuple[str, ...]
+    metrics: tuple[str, ...]
+    options: Options
+    summary: pa.Table
+    comparisons: pa.Table
+    per_query_values: pa.Table
+    polars: bool = False
+    _cells: dict[tuple[str, str], dict[str, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for row in self.summary.to_pylist():
+            self._cells[row["system"], row["metric"]] = row
+
+    # -- frames ------------------------------------------------------------------------------
+
+    def _frame(self, table: pa.Table) -> Any:
+        if self.polars:
+            import polars
+
+            return polars.from_arrow(table)
+        return table.to_pandas()
+
+    def _table(self, table: str) -> pa.Table:
+        if table not in TABLES:
+            raise ValueError(f"Report: table={table!r} must be one of {', '.join(TABLES)}")
+        return self.summary if table == "summary" else self.comparisons
+
+    def frame(self, table: str = "summary") -> pandas.DataFrame | Any:
+        """``'summary'``: one row per (system, metric): ``system, letter, metric, n`` (queries
+        in the mean), ``filled`` (of them, judged queries the system did not rank, scored as
+        an empty list: 0 on ndcg, map, mrr, recall, precision),
+        ``mean, ci_low, ci_high, beats`` (the letters of the systems it beats significantly).
+        ``'comparisons'``: one row per comparison made: ``metric, system, other, n,
+        mean_diff`` (system - other), ``statistic`` (t or Wilcoxon's; NULL for the
+        randomization test), ``p_value, p_adjusted, significant``, against a baseline
+        ``ci_low, ci_high`` (the paired bootstrap interval of the difference), and ``note``: why
+        ``p_value`` is NULL (every difference equal under the t-test, fewer than 2 pairs, a value
+        that is not finite), NULL when there is one."""
+        return self._frame(self._table(table))
+
+    @property
+    def per_query(self) -> pandas.DataFrame | Any:
+        """The values every number of the report comes from: ``system, query, metric, value``,
+        one row per system, judged query and metric (a query the system did not rank is scored
+        as an empty list: 0 on ndcg, map, mrr, recall, precision; NaN where the metric is
+        undefined)."""
+        return self._frame(self.per_query_values)
+
+    # -- text --------------------------------------------------------------------------------
+
+    def _marks(self, system: str, metric: str) -> str:
+        return self._cells[system, metric]["beats"]
+
+    def _cell(self, system: str, metric: str, digits: int, marks: str,
+              interval: tuple[str, str] = (" [", "]")) -> str:
+        row = self._cells[system, metric]
+        text = _fixed(row["mean"], digits) + marks
+        if self.options.level is not None:
+            text += (f"{interval[0]}{_fixed(row['ci_low'], digits)}, "
+                     f"{_fixed(row['ci_high'], digits)}{interval[1]}")
+        return text
+
+    def _superscript(self, letters: str) -> str:
+        return "".join(SUPERSCRIPTS[LETTERS.index(c)] for c in letters)
+
+    def _rows(self, digits: int, marks: Any = None, name: Any = str) -> list[list[str]]:
+        """One row per system: its letter, ``name(system)`` (quoted for the output's language)
+        and its cells."""
+        marks = marks or self._superscript
+        return [
+            [LETTERS[i], name(system),
+             *(self._cell(system, m, digits, marks(self._marks(system, m))) for m in self.metrics)]
+            for i, system in enumerate(self.systems)
+        ]
+
+    def legend(self) -> list[str]:
+        """What the marks and intervals mean, one sentence a line."""
+        o = self.options
+        test_name = o.in_report.title
+        against = (f"against the baseline {o.baseline}" if o.baseline is not None
+                   else "pairwise")
+        family = self.comparisons.num_rows // len(self.metrics)
+        corrected = (f"{CORRECTION_NAMES[o.correction]}-corrected over "
+                     f"{_plural(family, 'comparison')} per metric" if o.correction
+                     else "not corrected for multiple comparisons")
+        trials = f", {o.trials:,} trials, seed {o.seed}" if o.resampled else ""
+        lines = [f"Superscripts: the letters of the systems it beats significantly ({test_name} "
+                 f"{against}{trials}, {corrected}, alpha = {o.alpha})."]
+        if o.level is not None:
+            lines.append(f"[low, high]: {o.level * 100:g}% percentile bootstrap interval of the "
+                         f"mean ({o.trials:,} resamples, seed {o.seed}).")
+        notes = [row for row in self.comparisons.to_pylist() if row["note"] is not None]
+        for row in notes[:_NOTES_SHOWN]:
+            lines.append(f"No p-value for {row['metric']}, {row['system']} vs {row['other']}: "
+                         f"{row['note']}.")
+        if len(notes) > _NOTES_SHOWN:
+            lines.append(f"{len(notes) - _NOTES_SHOWN} more comparisons have no p-value "
+                         "(frame('comparisons')'s note column says why).")
+        filled = sum(self.summary["filled"].to_pylist())
+        if filled:
+            lines.append(f"{filled} (system, query, metric) values are of judged queries a "
+                         "system did not rank, scored as an empty list (0 on ndcg, map, mrr, "
+                         "recall, precision; frame()'s 'filled' column).")
+        return lines
+
+    def table(self, digits: int = DIGITS) -> str:
+        """The systems x metrics table as aligned text, rounded to ``digits`` decimals."""
+        header = ["#", "system", *map(plain_text, self.metrics)]
+        rows = self._rows(digits, name=plain_text)
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+                 for r in [header, ["-" * w for w in widths], *rows]]
+        legend = [textwrap.fill(plain_text(sentence), LEGEND_WIDTH, break_on_hyphens=False)
+                  for sentence in self.legend()]
+        return "\n".join([*lines, "", *legend]) + "\n"
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def to_markdown(self, digits: int = DIGITS) -> str:
+        """A Markdown (GitHub) table, then the legend as a paragraph. Systems' and metrics'
+        names are shown as written (``markdown_text``: no HTML, emphasis, links or math)."""
+        def row(values: Sequence[str]) -> str:
+            return "| " + " | ".join(values) + " |"
+
+        lines = [row(["#", "system", *map(markdown_text, self.metrics)]),
+                 "| --- | --- |" + " ---: |" * len(self.metrics),
+                 *(row(r) for r in self._rows(digits, name=markdown_text))]
+        return "\n".join([*lines, "", markdown_text(" ".join(self.legend()))]) + "\n"
+
+    def to_latex(self, digits: int = DIGITS) -> str:
+        """A LaTeX table with booktabs rules (``\\usepackage{booktabs}``); marks as
+        ``\\textsuperscript``, the legend as the caption."""
+        def marks(letters: str) -> str:
+            return f"\\textsuperscript{{{letters}}}" if letters else ""
+
+        body = [" & ".join(r) + r" \\" for r in self._rows(digits, marks, latex_text)]
+        header = " & ".join(["", "System", *map(latex_text, self.metrics)]) + r" \\"
+        return "\n".join([
+            r"\begin{table}[t]", r"\centering",
+            r"\begin{tabular}{ll" + "r" * len(self.metrics) + "}",
+            r"\toprule", header, r"\midrule", *body, r"\bottomrule", r"\end{tabular}",
+            r"\caption{" + latex_text(" ".join(self.legend())) + "}",
+            r"\end{table}",
+        ]) + "\n"
+
+    def to_csv(self, table: str = "summary") -> str:
+        """``frame(table)`` as CSV, every digit kept (NULL is an empty field)."""
+        chosen = self._table(table)
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(chosen.column_names)
+        writer.writerows(["" if v is None else v for v in row.values()]
+                         for row in chosen.to_pylist())
+        return out.getvalue()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything but the per-query values, as plain Python (NaN is None)."""
+        return {
+            "systems": list(self.systems),
+            "metrics": list(self.metrics),
+            "options": {name: getattr(self.options, name) for name in Options.__annotations__},
+            "summary": [{k: _plain(v) for k, v in row.items()}
+                        for row in self.summary.to_pylist()],
+            "comparisons": [{k: _plain(v) for k, v in row.items()}
+                            for row in self.comparisons.to_pylist()],
+        }
+
+    def to_json(self) -> str:
+        """``to_dict()`` as JSON, every digit kept."""
+        return json.dumps(self.to_dict(), indent=2)
+
+    def plot(self, path: str | Path, kind: str = "curves", metric: str | None = None, *,
+             title: str | None = None) -> Any:
+        """Draw the per-query values with ``duckrank.reports.plots.plot`` (needs matplotlib:
+        ``pip install 'duckrank[plots]'``) and return the numbers drawn (its ``PlotData``):
+        ``'curves'`` (the mean of a metric family against k, per system), ``'distribution'``
+        (one metric's per-query values per system) or ``'difference'`` (per query, against the
+        baseline)."""
+        from duckrank.reports.plots import plot
+
+        return plot(self.per_query_values, path, kind, metric=metric,
+                    baseline=self.options.baseline, title=title)
