@@ -319,6 +319,10 @@ def _doctor(args: argparse.Namespace) -> None:
         f"duckrank {__version__}\nduckdb {duckdb.__version__}\n"
         f"python {sys.version.split()[0]}\n{_native_line(native.status())}\n"
     )
+    # A developer's tree: a library built from other sources than those beside it is stale.
+    stale = native.stale_reason()
+    if stale is not None:
+        sys.stdout.write(f"native library: stale: {stale} (rebuild: scripts/build-native)\n")
 
 
 class _VersionAction(argparse.Action):

@@ -344,6 +344,22 @@ def test_doctor_and_version_say_which_matching_step_is_active(capsys, tmp_path: 
     assert "native matching step: off, see duckrank doctor)" in capsys.readouterr().out
 
 
+def test_doctor_names_a_stale_native_library(capsys, monkeypatch) -> None:
+    """The tree's library is built from its sources (test_native_loading.py checks the hash), so
+    doctor says nothing of it; a library whose compiled-in hash differs (stale_reason's answer,
+    given here) is named with the rebuild command."""
+    code, out, _ = _run(capsys, "doctor")
+    assert code == 0 and "stale" not in out
+    from duckrank.matching import native
+
+    reason = "built from sources abc, the tree's are def"
+    monkeypatch.setattr(native, "stale_reason", lambda: reason)
+    code, out, _ = _run(capsys, "doctor")
+    assert code == 0
+    assert out.splitlines()[-1] == ("native library: stale: built from sources abc, the tree's "
+                                    "are def (rebuild: scripts/build-native)")
+
+
 # --- long format, compare, plot -------------------------------------------------------------------
 
 SAMPLE = Path(__file__).resolve().parents[1] / "duckrank" / "data"
