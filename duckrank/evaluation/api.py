@@ -140,7 +140,9 @@ def _warn_scoring(con: duckdb.DuckDBPyConnection, partials: str, c: _Columns, ju
         else:
             done = ("they are left out of the means, as trec_eval does without -c (the default "
                     "convention, 'duckrank', scores them 0)")
-        warnings.warn(f"{unranked} judged queries{groups} have no list in the run: {done}; the "
+        queries = "judged query" if unranked == 1 else "judged queries"
+        verb = "has" if unranked == 1 else "have"
+        warnings.warn(f"{unranked} {queries}{groups} {verb} no list in the run: {done}; the "
                       "'unranked' column counts them", UnrankedQueries, stacklevel=5)
     for metric, count in zip(short, counts, strict=True):
         if count:

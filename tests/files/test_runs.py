@@ -40,7 +40,7 @@ def test_a_text_score_in_a_csv_run_is_rejected_naming_file_line_and_value(tmp_pa
     # Without the bad line the scores are numbers: a ranks first, mrr 1 (was 1/3 as text);
     # query 2, judged but now without a list, scores 0 by default (1.0 under trec_eval's rule).
     _write(run, RUN_LINES[:-1])
-    with pytest.warns(UserWarning, match="1 judged queries have no list"):
+    with pytest.warns(UserWarning, match="1 judged query has no list"):
         assert evaluate(run, qrels, ["mrr"])["mrr"][0] == 0.5
         assert evaluate(run, qrels, ["mrr"], convention="trec_eval")["mrr"][0] == 1.0
 
