@@ -3,21 +3,14 @@
 
 A *run* is a long table with one row per (query, item, score); *qrels* (judgments) one row per
 (query, item, grade). A query is whatever the lists are ranked for: a search query or a user.
-Per query, the run becomes a ranked list with ``to_ordered_list(item, score, '-reverse')`` (every
-tied item kept; ties in score broken by item, descending, which is trec_eval's order) and the
-qrels become the truth, then each requested metric is the SQL function of the same name. When
-every metric has a cut-off and the lists are long, only each query's top K is ranked (the same
-list cut at the largest cut-off; see ``_ranked_sql``).
-
-Metric requests are written ``name[(option=value, ...)][@k]`` (``ndcg@10``, ``map@100``,
-``ndcg(gain=linear)@10``); a list or range of cut-offs is one request per cut-off
-(``ndcg@1,5,10``, ``recall@1..100``, ``expand_metric``). Names, aliases, options and their
-choices come from the metric records (``duckrank.metrics``), so every metric in the registry
-is available without code here; two options belong to the evaluation itself:
-``relevance=binary|graded`` (which reading of graded qrels) and ``min_grade=G`` (relevant means
-grade >= G in the binary reading). Beyond-accuracy requests (``arp@10``, ``catalog_coverage@10``;
-docs/beyond-accuracy.md) are computed by ``duckrank.engines.beyond_accuracy.beyond_values`` from
-the same run and qrels and the side tables given (``SideInputs``), and added as columns.
+Per query, the run becomes a ranked list (every tied item kept; ties in score broken by the
+item id's text, descending, trec_eval's order, whatever the id's type) and the qrels become the
+truth, then each requested metric is the SQL function of the same name. When every metric has a
+cut-off and the lists are long, only each query's top K is ranked (the same list cut at the
+largest cut-off; see ``sql._ranked_sql``). The metric-request language (``ndcg@10``,
+``ndcg(gain=linear)@1,5,10``) is ``metric_requests``'s; beyond-accuracy requests are computed by
+``duckrank.engines.beyond_accuracy.beyond_values`` from the same run and qrels and the side
+tables given (``beyond``), and added as columns.
 
 Memory stays flat in the number of queries: the query ids are split into ranges of about
 ``ROWS_PER_BUCKET`` input rows (from a sample of the run; a query ranked by its top K counts as
