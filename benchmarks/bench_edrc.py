@@ -5,7 +5,7 @@ edrc: each user has a ``rec`` of ``--items`` distinct BIGINT ids (shuffled) draw
 involve items the system did not rank), each preferring the smaller id. The truth is acyclic by
 construction and deep (random pairs over a hidden total order give long paths), the hard case for
 the closure. Users are generated in chunks of bounded memory, straight to Arrow. ``edrc`` runs
-the native step (duckrank/matching/native/preferences.c) when it is loaded; the reference line is
+the native step (duckrank/matching/native/edrc.c) when it is loaded; the reference line is
 the Python UDF the macro called before it (and still calls without it) for these integer ids,
 ``duckrank_edrc_int``, called with the macro's arguments.
 

@@ -26,9 +26,9 @@ DuckDB's Python API has no ANY type and no overloading, so each public function 
   VARCHAR, unless rec and the keys are both integers (text equality is integer equality there).
 * when the native step is loaded in the connection's database (``session_statements(native=True)``),
   a first branch sends ids it handles (every id argument an integer list BIGINT holds, or every
-  one VARCHAR[]) to its functions (``NATIVE_PREFIX``, matching/native/preferences.c), which read
-  DuckDB's vectors in place: no Arrow export, no Python. Other ids keep the UDFs; the values and
-  error messages are the same either way.
+  one VARCHAR[]) to its functions (``NATIVE_PREFIX``, matching/native/edrc.c and correlation.c),
+  which read DuckDB's vectors in place: no Arrow export, no Python. Other ids keep the UDFs; the
+  values and error messages are the same either way.
 
 The macros are TEMP because a stored macro calling Python would break the database file in a
 DuckDB without duckrank, and TEMP macros are private to one connection: call
@@ -64,8 +64,8 @@ ID_LISTS = "UNION(i BIGINT[], u UBIGINT[], h HUGEINT[], s VARCHAR[], id UUID[])"
 # What typeof() says of the id lists that travel as BIGINT[] unchanged (UBIGINT may not fit).
 INTEGER_LISTS = ("TINYINT[]", "SMALLINT[]", "INTEGER[]", "BIGINT[]", "UTINYINT[]",
                  "USMALLINT[]", "UINTEGER[]")
-# The native step's functions (matching/native/preferences.c), by their qualified name so that a
-# macro of the same name in the database cannot stand in for them.
+# The native step's functions (matching/native/edrc.c, correlation.c), by their qualified name so
+# that a macro of the same name in the database cannot stand in for them.
 NATIVE_PREFIX = "system.main.duckrank_native_"
 
 

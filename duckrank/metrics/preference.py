@@ -27,7 +27,7 @@ The kernel works on small integer node ids per row (``duckrank.matching.preferen
 to them): truth ancestors are bitsets (uint64 words), filled layer by layer in topological
 order, every layer for a whole chunk of rows in a few numpy calls; descendant counts are the
 column sums of those bit matrices (docs/preference.md, "Speed"). The native step
-(duckrank/matching/native/preferences.c) computes the same values row by row, in the same order
+(duckrank/matching/native/edrc.c) computes the same values row by row, in the same order
 of summation; this kernel serves the ids it does not handle and Spark.
 """
 

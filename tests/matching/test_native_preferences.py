@@ -1,4 +1,4 @@
-"""The native preference step (duckrank/matching/native/preferences.c) through real DuckDB.
+"""The native preference step (duckrank/matching/native/edrc.c, correlation.c) in real DuckDB.
 
 With the native step loaded, the macros of edrc, edrc_preferences and the rank correlations call
 its functions for integer ids BIGINT holds and for VARCHAR ids, and the Python UDFs otherwise.

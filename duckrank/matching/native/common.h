@@ -1,5 +1,5 @@
-/* The helpers every family of duckrank's native functions shares (match.c, graded.c,
- * preferences.c, topk.c): ids (how a list element is stored, read by value), hashing (mix, the
+/* The helpers every family of duckrank's native functions shares (match.c, graded.c, edrc.c,
+ * correlation.c, topk.c): ids (how a list element is stored, read by value), hashing (mix, the
  * string hash, string equality) and errors (an error message naming the function). Included after
  * capi.h; all are static inline, so each is defined here once and inlined where the hot loops
  * call it. */

@@ -39,7 +39,10 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
 		state = duckrank_register_graded(connection, account);
 	}
 	if (state == DuckDBSuccess) {
-		state = duckrank_register_preferences(connection, account);
+		state = duckrank_register_edrc(connection, account);
+	}
+	if (state == DuckDBSuccess) {
+		state = duckrank_register_correlation(connection, account);
 	}
 	if (state == DuckDBSuccess) {
 		state = duckrank_register_top_k(connection);

@@ -7,7 +7,7 @@
  * (duckrank_graded), allocated with malloc. The C API (v1.2.0 and later alike)
  * has no allocation that DuckDB counts against memory_limit (duckdb_malloc is plain malloc), so
  * the extension keeps its own account (budget.c), one per database, shared with the preference
- * functions (preferences.c): the bytes that all their calls in one database hold at once never go
+ * functions (edrc.c, correlation.c): the bytes that all their calls in one database hold at once never go
  * past memory_limit; a call that would need more fails, naming the function, with an error
  * worded as DuckDB's "Out of Memory Error" (the SQL matching step fails on such rows with
  * DuckDB's own). The limit is memory_limit as the query sees it when the macros pass

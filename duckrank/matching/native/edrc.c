@@ -1,20 +1,20 @@
 /*
- * duckrank's preference metrics (edrc, edrc_preferences and the rank correlations) as native code,
- * part of the same DuckDB C API extension as match.c, whose entry point (extension.c) calls
- * duckrank_register_preferences once per database. Three scalar functions:
+ * duckrank's edrc and edrc_preferences as native code, part of the same DuckDB C API extension as
+ * match.c, whose entry point (extension.c) calls duckrank_register_edrc once per database. Two
+ * scalar functions:
  *
  *     duckrank_native_edrc(rec LIST, truth LIST(STRUCT(a, b)), truth_type VARCHAR, discount VARCHAR)
  *     duckrank_native_edrc_preferences(system LIST(STRUCT), truth LIST(STRUCT), system_type VARCHAR,
  *                                      truth_type VARCHAR, discount VARCHAR, likelihood DOUBLE)
- *     duckrank_native_correlation(function VARCHAR, rec LIST, keys LIST, grades DOUBLE[])
  *         -> DOUBLE
  *
  * each with current_setting('memory_limit') as an optional last argument. They compute, row by row,
- * what the numpy kernels compute over Arrow batches (duckrank/metrics/preference.py and
- * correlation.py hold the definitions; docs/preference.md the conventions), and the macros
- * (duckrank/engines/python_udfs.py) call them when the extension is loaded and the ids are of a
- * kind handled here: integers that fit a BIGINT (any mix of widths, compared by value), or VARCHAR
- * on every side. `*_type` is typeof() of the preference argument, for the error naming it.
+ * what the numpy kernels compute over Arrow batches (duckrank/metrics/preference.py holds the
+ * definitions; docs/preference.md the conventions), and the macros (duckrank/engines/python_udfs.py)
+ * call them when the extension is loaded and the ids are of a kind handled here: integers that fit
+ * a BIGINT (any mix of widths, compared by value), or VARCHAR on every side. `*_type` is typeof() of
+ * the preference argument, for the error naming it. The rank correlations (correlation.c) share
+ * this step's scratch, its reading of DuckDB's vectors and its finder (preference_step.h).
  *
  * Why native: the Python UDFs pay DuckDB's export of the arguments to Arrow (as much as the whole
  * kernel for edrc) and numpy's per-call overhead on every truth layer. Here DuckDB's vectors are
@@ -22,338 +22,19 @@
  * items, Kahn's layering of the considered truth preferences, the ancestor closure as bitsets
  * along the edges (most of them skipped), descendant counts as the column sums of those bitsets,
  * and popcounts: at most about (preferences x nodes / 64) word operations, in practice a fraction.
- *
- * Memory: each call holds one row's scratch at a time (tables, edges, graphs, bitsets: for edrc
- * 16 to 32 bytes per ranked item and per preference, plus about nodes^2 / 8 bytes per bit matrix
- * (rows of whole 256-bit lanes): one for edrc, three for edrc_preferences), reused from row to row
- * and freed at the end of the call. It is counted against memory_limit in the same account as
- * match.c's matching step (budget.h: one per database), so that the two together never hold more
- * than memory_limit: a row that would take them past it fails with an error worded as DuckDB's
- * "Out of Memory Error".
+ * Memory: see preference_step.h.
  */
 #include "capi.h"
 
 DUCKDB_EXTENSION_EXTERN
 
-#include "common.h"
-#include "families.h"
+#include "preference_step.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A growable allocation of the scratch, kept from row to row. */
-typedef struct {
-	void *data;
-	size_t bytes;
-} buffer;
-
-/* A graph takes GRAPH_BUFFERS buffers from its first; edrc_preferences has two graphs. */
-#define GRAPH_BUFFERS 8
-typedef enum {
-	B_SLOTS, B_POSITION, B_EDGES, B_NODE_REF, B_IN_V, B_GRAPH,
-	B_BITS = B_GRAPH + 2 * GRAPH_BUFFERS, B_COUNT = B_BITS + 5
-} buffer_id;
-
-typedef struct {
-	claim memory;  /* the call's part of the database's account (budget.h) */
-	int no_memory; /* malloc itself failed */
-	buffer buffers[B_COUNT];
-} scratch;
-
-/* Buffer `id` with room for `bytes` (its old content is not kept; bytes_for's TOO_MANY_BYTES for
- * a size that overflowed); NULL when memory_limit or malloc refuses. A buffer never had is NULL
- * even for 0 bytes, so it is at least 1 byte: a row of empty lists is not a refusal. */
-static void *reserve(scratch *s, buffer_id id, int64_t bytes) {
-	buffer *b = &s->buffers[id];
-	if (b->data && (uint64_t)bytes <= b->bytes) {
-		return b->data;
-	}
-	/* Doubling past 2^62 would wrap: such a size is refused as the whole int64 range. */
-	if (bytes > ((int64_t)1 << 62)) {
-		claim_take(&s->memory, TOO_MANY_BYTES);
-		return NULL;
-	}
-	size_t grown = b->bytes ? b->bytes : 1024;
-	while (grown < (uint64_t)bytes) {
-		grown *= 2;
-	}
-	free(b->data);
-	b->data = NULL;
-	claim_give_back(&s->memory, (int64_t)b->bytes);
-	b->bytes = 0;
-	if (!claim_take(&s->memory, (int64_t)grown)) {
-		return NULL;
-	}
-	/* Aligned to a cache line, so that rows of bitsets (multiples of 32 bytes) are aligned for
-	 * the vector instructions; `grown` is a power of two of at least 1024, as aligned_alloc
-	 * requires a multiple of the alignment. */
-	b->data = aligned_alloc(64, grown);
-	if (!b->data) {
-		claim_give_back(&s->memory, (int64_t)grown);
-		s->no_memory = 1;
-		return NULL;
-	}
-	b->bytes = grown;
-	return b->data;
-}
-
-static void release(scratch *s) {
-	for (int i = 0; i < B_COUNT; i++) {
-		free(s->buffers[i].data);
-	}
-	claim_end(&s->memory);
-}
-
-/* The error of a row whose scratch could not be had, worded as match.c's. */
-static void memory_error(duckdb_function_info info, const char *name, const scratch *s, idx_t items) {
-	if (s->no_memory) {
-		set_error(info, name, "out of memory in the native preference step");
-		return;
-	}
-	char problem[512];
-	claim_refusal(&s->memory, "preference", items, "items", problem, sizeof(problem));
-	set_error(info, name, problem);
-}
-
-/* The longest list of a row this step handles: nodes, edges and item numbers are int32 (the
- * scratch's size and speed), and edrc_preferences numbers up to twice a list's items. Every size
- * computed from a row's lengths below is bounded through this: about nodes^2 / 8 bytes at most,
- * far below 2^63, so none wraps (the table sizes go through bytes_for all the same). A longer row
- * (more than a billion items in one list) is an error naming the function, not a wrong number. */
-#define MAX_ITEMS ((idx_t)INT32_MAX / 2)
-
-/* 0, with the error set, when a list of the row is longer than MAX_ITEMS. */
-static int check_lengths(duckdb_function_info info, const char *name, idx_t first, idx_t second) {
-	idx_t longest = first > second ? first : second;
-	if (longest <= MAX_ITEMS) {
-		return 1;
-	}
-	char problem[200];
-	snprintf(problem, sizeof(problem), "a list of %llu items is longer than the native preference step handles (%llu)",
-	         (unsigned long long)longest, (unsigned long long)MAX_ITEMS);
-	set_error(info, name, problem);
-	return 0;
-}
-
-/* --- reading DuckDB's vectors ----------------------------------------------------------------- */
-
-/* One list of ids: integers that fit an int64 (compared by value whatever their width) or
- * VARCHAR. */
-typedef struct {
-	duckdb_type type;
-	const void *data;
-	const uint64_t *validity;
-} ids;
-
-static inline int64_t read_int(const ids *v, idx_t i) {
-	switch (v->type) {
-	case DUCKDB_TYPE_TINYINT: return ((const int8_t *)v->data)[i];
-	case DUCKDB_TYPE_SMALLINT: return ((const int16_t *)v->data)[i];
-	case DUCKDB_TYPE_INTEGER: return ((const int32_t *)v->data)[i];
-	case DUCKDB_TYPE_UTINYINT: return ((const uint8_t *)v->data)[i];
-	case DUCKDB_TYPE_USMALLINT: return ((const uint16_t *)v->data)[i];
-	case DUCKDB_TYPE_UINTEGER: return ((const uint32_t *)v->data)[i];
-	default: return ((const int64_t *)v->data)[i];
-	}
-}
-
-static int is_list(duckdb_vector vector) {
-	duckdb_logical_type type = duckdb_vector_get_column_type(vector);
-	int list = duckdb_get_type_id(type) == DUCKDB_TYPE_LIST;
-	duckdb_destroy_logical_type(&type);
-	return list;
-}
-
-static ids ids_of(duckdb_vector items) {
-	duckdb_logical_type type = duckdb_vector_get_column_type(items);
-	ids v = {duckdb_get_type_id(type), duckdb_vector_get_data(items), duckdb_vector_get_validity(items)};
-	duckdb_destroy_logical_type(&type);
-	return v;
-}
-
-/* 1 when every list holds integers fitting an int64, 2 when every one holds VARCHAR, 0 otherwise. */
-static int family_of(const ids *lists, int count) {
-	int integers = 1, strings = 1;
-	for (int i = 0; i < count; i++) {
-		integers &= fits_int64(kind_of(lists[i].type));
-		strings &= lists[i].type == DUCKDB_TYPE_VARCHAR;
-	}
-	return integers ? 1 : strings ? 2 : 0;
-}
-
-/* An id as the errors show it, as Python's str() of an integer and repr() of a string give it
- * (the Python path's wording): 42, 'b', "it's". */
-static void id_name(const ids *v, idx_t i, char *out, size_t size) {
-	if (v->type != DUCKDB_TYPE_VARCHAR) {
-		snprintf(out, size, "%lld", (long long)read_int(v, i));
-		return;
-	}
-	const duckdb_string_t *s = (const duckdb_string_t *)v->data + i;
-	const char *text = string_data(s);
-	uint32_t length = s->value.inlined.length;
-	char quote = memchr(text, '\'', length) && !memchr(text, '"', length) ? '"' : '\'';
-	size_t at = 0;
-	out[at++] = quote;
-	for (uint32_t c = 0; c < length && at + 6 < size; c++) {
-		unsigned char ch = (unsigned char)text[c];
-		if (ch == '\\' || ch == (unsigned char)quote) {
-			at += snprintf(out + at, size - at, "\\%c", ch);
-		} else if (ch == '\n' || ch == '\t' || ch == '\r') {
-			at += snprintf(out + at, size - at, "\\%c", ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r');
-		} else if (ch < 0x20 || ch == 0x7f) {
-			at += snprintf(out + at, size - at, "\\x%02x", ch);
-		} else {
-			out[at++] = (char)ch;
-		}
-	}
-	out[at++] = quote;
-	out[at] = '\0';
-}
-
-/* --- finding ids: a row's items, numbered, looked up by value ----------------------------------- */
-
-typedef struct {
-	uint64_t key; /* an integer id, or a string's hash */
-	const duckdb_string_t *text;
-	int32_t value;
-	uint32_t used;
-} slot;
-
-/* A map from one row's ids to small numbers (int32, -1 for "absent"). Integer ids spanning a range
- * of at most a few times the row's length are their own index into a direct-address table (item
- * numbers of a catalogue: no hashing); other ids go to an open-addressing hash table (linear
- * probing, at most a quarter full). */
-typedef struct {
-	int strings;
-	int direct;
-	int64_t low;
-	uint64_t span;
-	int32_t *table;
-	slot *slots;
-	uint64_t mask;
-} finder;
-
-/* An empty hash table for up to `count` ids (strings or integers); count is at most 2 * MAX_ITEMS
- * (check_lengths), so 4 * count slots is far from overflowing. */
-static int start_hash(scratch *s, finder *f, int strings, idx_t count) {
-	uint64_t size = 64;
-	while (size < 4 * (uint64_t)count) {
-		size *= 2;
-	}
-	f->strings = strings;
-	f->direct = 0;
-	f->slots = (slot *)reserve(s, B_SLOTS, bytes_for(size, sizeof(slot), 0));
-	if (!f->slots) {
-		return 0;
-	}
-	memset(f->slots, 0, size * sizeof(slot));
-	f->mask = size - 1;
-	return 1;
-}
-
-/* Sizes the finder for the ids of `v` at [offset, offset + count) and empties it. */
-static int start_finder(scratch *s, finder *f, const ids *v, idx_t offset, idx_t count) {
-	if (v->type != DUCKDB_TYPE_VARCHAR && count > 0) {
-		int64_t low = INT64_MAX, high = INT64_MIN;
-		for (idx_t i = offset; i < offset + count; i++) {
-			if (is_valid(v->validity, i)) {
-				int64_t id = read_int(v, i);
-				low = id < low ? id : low;
-				high = id > high ? id : high;
-			}
-		}
-		if (low > high) { /* every id NULL */
-			low = high = 0;
-		}
-		/* high - low, in unsigned arithmetic: ids spanning the whole int64 range (INT64_MIN and
-		 * INT64_MAX in one row) differ by 2^64 - 1, and the span, one more, wraps to 0 (a table
-		 * of no entries, then indexed by id - low). The test is on the difference. */
-		uint64_t difference = (uint64_t)high - (uint64_t)low, room;
-		if (!__builtin_mul_overflow((uint64_t)count, 4, &room) && !__builtin_add_overflow(room, 64, &room) &&
-		    difference < room) {
-			uint64_t span = difference + 1;
-			f->strings = 0;
-			f->direct = 1;
-			f->low = low;
-			f->span = span;
-			f->table = (int32_t *)reserve(s, B_SLOTS, bytes_for(span, sizeof(int32_t), 0));
-			if (!f->table) {
-				return 0;
-			}
-			memset(f->table, 0xff, span * sizeof(int32_t));
-			return 1;
-		}
-	}
-	return start_hash(s, f, v->type == DUCKDB_TYPE_VARCHAR, count);
-}
-
-/* Id i of v as a table key (its text's hash, or the integer itself), with its text (NULL for
- * integers) and its first probe. */
-static inline uint64_t key_of(const finder *f, const ids *v, idx_t i, const duckdb_string_t **text,
-                              uint64_t *at) {
-	if (f->strings) {
-		*text = (const duckdb_string_t *)v->data + i;
-		*at = hash_string(*text, HASH_FOR_LOW_BITS);
-		return *at;
-	}
-	*text = NULL;
-	uint64_t key = (uint64_t)read_int(v, i);
-	*at = mix(key);
-	return key;
-}
-
-/* The slot of id i of v: the one holding it, or the empty one where it would go. */
-static inline slot *slot_of(const finder *f, const ids *v, idx_t i) {
-	const duckdb_string_t *text;
-	uint64_t at;
-	uint64_t key = key_of(f, v, i, &text, &at);
-	for (;; at++) {
-		slot *e = &f->slots[at & f->mask];
-		if (!e->used || (e->key == key && (!text || strings_equal(e->text, text)))) {
-			e->key = key;
-			e->text = text;
-			return e;
-		}
-	}
-}
-
-/* Where id i of v is numbered (-1 if it is not yet): a pointer to write its number through. */
-static inline int32_t *entry(const finder *f, const ids *v, idx_t i) {
-	if (f->direct) {
-		return &f->table[(uint64_t)read_int(v, i) - (uint64_t)f->low];
-	}
-	slot *e = slot_of(f, v, i);
-	if (!e->used) {
-		e->used = 1;
-		e->value = -1;
-	}
-	return &e->value;
-}
-
-/* The number of id i of v, -1 when absent (or NULL). */
-static inline int32_t find(const finder *f, const ids *v, idx_t i) {
-	if (!is_valid(v->validity, i)) {
-		return -1;
-	}
-	if (f->direct) {
-		uint64_t at = (uint64_t)read_int(v, i) - (uint64_t)f->low;
-		return at < f->span ? f->table[at] : -1;
-	}
-	const duckdb_string_t *text;
-	uint64_t at;
-	uint64_t key = key_of(f, v, i, &text, &at);
-	for (;; at++) {
-		const slot *e = &f->slots[at & f->mask];
-		if (!e->used) {
-			return -1;
-		}
-		if (e->key == key && (!text || strings_equal(e->text, text))) {
-			return e->value;
-		}
-	}
-}
 
 /* The numbers of the ids of v at [offset, offset + count) into out (-1: absent or NULL). A direct
  * table is read in one loop per id type (the type's switch taken once, not per id). */
@@ -652,21 +333,21 @@ INLINE void column_counts(uint64_t *rows, idx_t n, idx_t stride, lanes *state, i
 			lanes eights_a, eights_b, carry;
 			const lanes *d = r + w;
 #define ROW(i) d[(i) * lane_stride]
-			CARRY_SAVE(twos_a, ones, ones, ROW(0), ROW(1));
-			CARRY_SAVE(twos_b, ones, ones, ROW(2), ROW(3));
-			CARRY_SAVE(fours_a, twos, twos, twos_a, twos_b);
-			CARRY_SAVE(twos_a, ones, ones, ROW(4), ROW(5));
-			CARRY_SAVE(twos_b, ones, ones, ROW(6), ROW(7));
-			CARRY_SAVE(fours_b, twos, twos, twos_a, twos_b);
+/* Rows i .. i + 3 into ones and twos, their carry into fours_out. */
+#define FOUR_ROWS(fours_out, i)                                                                    \
+	do {                                                                                           \
+		CARRY_SAVE(twos_a, ones, ones, ROW(i), ROW((i) + 1));                                      \
+		CARRY_SAVE(twos_b, ones, ones, ROW((i) + 2), ROW((i) + 3));                                \
+		CARRY_SAVE(fours_out, twos, twos, twos_a, twos_b);                                         \
+	} while (0)
+			FOUR_ROWS(fours_a, 0);
+			FOUR_ROWS(fours_b, 4);
 			CARRY_SAVE(eights_a, fours, fours, fours_a, fours_b);
-			CARRY_SAVE(twos_a, ones, ones, ROW(8), ROW(9));
-			CARRY_SAVE(twos_b, ones, ones, ROW(10), ROW(11));
-			CARRY_SAVE(fours_a, twos, twos, twos_a, twos_b);
-			CARRY_SAVE(twos_a, ones, ones, ROW(12), ROW(13));
-			CARRY_SAVE(twos_b, ones, ones, ROW(14), ROW(15));
-			CARRY_SAVE(fours_b, twos, twos, twos_a, twos_b);
+			FOUR_ROWS(fours_a, 8);
+			FOUR_ROWS(fours_b, 12);
 			CARRY_SAVE(eights_b, fours, fours, fours_a, fours_b);
 			CARRY_SAVE(carry, eights, eights, eights_a, eights_b);
+#undef FOUR_ROWS
 #undef ROW
 			c[0] = ones;
 			c[1] = twos;
@@ -878,6 +559,15 @@ typedef struct {
 	const char *name;
 	scratch *s;
 	idx_t items; /* the row's size, for a memory error */
+	/* The call's discount and likelihood columns (NULL likelihoods: edrc) and output, which
+	 * start_row reads; failed: a row's start set an error, which ends the call. */
+	const duckdb_string_t *discounts;
+	const uint64_t *discount_valid;
+	const double *likelihoods;
+	const uint64_t *likelihood_valid;
+	duckdb_vector output;
+	double *out;
+	int failed;
 } row_context;
 
 ROW_KERNEL static int edrc_row(row_context *c, idx_t n, const int32_t *from, const int32_t *to, idx_t m,
@@ -966,19 +656,77 @@ ROW_KERNEL static int edrc_row(row_context *c, idx_t n, const int32_t *from, con
 	return 1;
 }
 
-static scratch new_scratch(duckdb_function_info info, int64_t limit) {
-	scratch s;
-	memset(&s, 0, sizeof(s));
-	s.memory = claim_start(info, limit);
-	return s;
+/* The error of a likelihood outside [0, 1], which it shows as Python prints a float: the shortest
+ * form that reads back, with a decimal point. */
+static void likelihood_error(duckdb_function_info info, const char *name, double likelihood) {
+	char problem[128];
+	snprintf(problem, sizeof(problem), "likelihood must lie in [0, 1]; got %.17g", likelihood);
+	for (int digits = 1; digits <= 17; digits++) {
+		char shortest[40];
+		snprintf(shortest, sizeof(shortest), "%.*g", digits, likelihood);
+		if (strtod(shortest, NULL) == likelihood) {
+			int plain = !strpbrk(shortest, ".eni");
+			snprintf(problem, sizeof(problem), "likelihood must lie in [0, 1]; got %s%s", shortest,
+			         plain ? ".0" : "");
+			break;
+		}
+	}
+	set_error(info, name, problem);
 }
 
-static void set_null(duckdb_vector output, idx_t row) {
-	duckdb_vector_ensure_validity_writable(output);
-	duckdb_validity_set_row_invalid(duckdb_vector_get_validity(output), row);
+#define NO_LIKELIHOOD 0 /* edrc's likelihood column: none (column 0 is never one) */
+
+/* The context of a call of `name` (edrc_rows, edrc_preferences_rows) whose discount and likelihood
+ * are columns `discount_column` and `likelihood_column` of `input`, with its scratch `s`, started
+ * here against `limit`. */
+static row_context call_context(duckdb_function_info info, const char *name, duckdb_data_chunk input,
+                                idx_t discount_column, idx_t likelihood_column, duckdb_vector output, scratch *s,
+                                int64_t limit) {
+	*s = new_preference_scratch(info, limit);
+	duckdb_vector discount_vector = duckdb_data_chunk_get_vector(input, discount_column);
+	row_context c = {info, name, s, 0};
+	c.discounts = (const duckdb_string_t *)duckdb_vector_get_data(discount_vector);
+	c.discount_valid = duckdb_vector_get_validity(discount_vector);
+	if (likelihood_column != NO_LIKELIHOOD) {
+		duckdb_vector likelihood_vector = duckdb_data_chunk_get_vector(input, likelihood_column);
+		c.likelihoods = (const double *)duckdb_vector_get_data(likelihood_vector);
+		c.likelihood_valid = duckdb_vector_get_validity(likelihood_vector);
+	}
+	c.output = output;
+	c.out = (double *)duckdb_vector_get_data(output);
+	return c;
 }
 
-static const char NOT_HANDLED[] = "these id types are not handled by the native preference step";
+/* The start both functions give each row: 1 when the row goes on, with its discount in *kind;
+ * else 0, the row NULL when an argument is (`present` is 0: one of the lists is NULL; or the
+ * discount or the likelihood is NULL, or the likelihood NaN), or c->failed set with the error when
+ * the discount, the likelihood or the length of a list (`first`, `second`: the row's entries) is
+ * refused, in that order. */
+static int start_row(row_context *c, idx_t row, int present, const duckdb_list_entry *first,
+                     const duckdb_list_entry *second, int *kind) {
+	c->out[row] = 0.0;
+	const double *likelihood = c->likelihoods ? &c->likelihoods[row] : NULL;
+	if (!present || !is_valid(c->discount_valid, row) ||
+	    (likelihood && (!is_valid(c->likelihood_valid, row) || isnan(*likelihood)))) {
+		set_row_null(c->output, row);
+		return 0;
+	}
+	*kind = discount_of(c->info, c->name, &c->discounts[row]);
+	if (*kind < 0) {
+		c->failed = 1;
+		return 0;
+	}
+	if (likelihood && !(*likelihood >= 0.0 && *likelihood <= 1.0)) {
+		likelihood_error(c->info, c->name, *likelihood);
+		c->failed = 1;
+		return 0;
+	}
+	if (!check_lengths(c->info, c->name, first->length, second->length)) {
+		c->failed = 1;
+		return 0;
+	}
+	return 1;
+}
 
 /* edrc(rec, truth, discount): nodes are the items of V in rec's order (first occurrences). */
 static void edrc_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output) {
@@ -988,7 +736,6 @@ static void edrc_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb
 		return;
 	}
 	duckdb_vector rec_vector = duckdb_data_chunk_get_vector(input, 0);
-	duckdb_vector discount_vector = duckdb_data_chunk_get_vector(input, 3);
 	pairs truth;
 	if (!pairs_of(info, name, "truth", duckdb_data_chunk_get_vector(input, 1),
 	              duckdb_data_chunk_get_vector(input, 2), &truth)) {
@@ -1000,36 +747,22 @@ static void edrc_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb
 	}
 	ids rec = ids_of(duckdb_list_vector_get_child(rec_vector));
 	ids lists[3] = {rec, truth.better, truth.worse};
-	if (!family_of(lists, 3)) {
-		set_error(info, name, NOT_HANDLED);
-		return;
-	}
-	int64_t limit = budget_limit(info, name, input, 4);
+	int64_t limit = call_limit(info, name, lists, 3, input, 4);
 	if (limit < 0) {
 		return;
 	}
 	const duckdb_list_entry *rec_entries = (const duckdb_list_entry *)duckdb_vector_get_data(rec_vector);
 	const uint64_t *rec_valid = duckdb_vector_get_validity(rec_vector);
-	const duckdb_string_t *discounts = (const duckdb_string_t *)duckdb_vector_get_data(discount_vector);
-	const uint64_t *discount_valid = duckdb_vector_get_validity(discount_vector);
-	double *out = (double *)duckdb_vector_get_data(output);
 
-	scratch s = new_scratch(info, limit);
-	row_context c = {info, name, &s, 0};
-	for (idx_t row = 0; row < rows; row++) {
-		out[row] = 0.0;
-		if (!is_valid(rec_valid, row) || !is_valid(truth.valid, row) || !is_valid(discount_valid, row)) {
-			set_null(output, row);
-			continue;
-		}
-		int kind = discount_of(info, name, &discounts[row]);
-		if (kind < 0) {
-			break;
+	scratch s;
+	row_context c = call_context(info, name, input, 3, NO_LIKELIHOOD, output, &s, limit);
+	for (idx_t row = 0; row < rows && !c.failed; row++) {
+		int kind;
+		if (!start_row(&c, row, is_valid(rec_valid, row) && is_valid(truth.valid, row), &rec_entries[row],
+		               &truth.entries[row], &kind)) {
+			continue; /* NULL, or the call ends */
 		}
 		duckdb_list_entry r = rec_entries[row], t = truth.entries[row];
-		if (!check_lengths(info, name, r.length, t.length)) {
-			break;
-		}
 		c.items = r.length + t.length;
 		finder f;
 		/* position: per rec position, -1, or the node it becomes; from/to: the edges, first as
@@ -1071,32 +804,12 @@ static void edrc_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb
 			to[e] = position[to[e]];
 		}
 		node_names names = {{&rec, &rec}, refs};
-		if (!edrc_row(&c, n, from, to, m, NULL, NULL, NULL, NULL, &names, kind, 0.5, &out[row])) {
+		if (!edrc_row(&c, n, from, to, m, NULL, NULL, NULL, NULL, &names, kind, 0.5, &c.out[row])) {
 			break;
 		}
-		if (isnan(out[row])) {
-			set_null(output, row);
-		}
+		null_if_nan(output, c.out, row);
 	}
-	release(&s);
-}
-
-/* The error of a likelihood outside [0, 1], which it shows as Python prints a float: the shortest
- * form that reads back, with a decimal point. */
-static void likelihood_error(duckdb_function_info info, const char *name, double likelihood) {
-	char problem[128];
-	snprintf(problem, sizeof(problem), "likelihood must lie in [0, 1]; got %.17g", likelihood);
-	for (int digits = 1; digits <= 17; digits++) {
-		char shortest[40];
-		snprintf(shortest, sizeof(shortest), "%.*g", digits, likelihood);
-		if (strtod(shortest, NULL) == likelihood) {
-			int plain = !strpbrk(shortest, ".eni");
-			snprintf(problem, sizeof(problem), "likelihood must lie in [0, 1]; got %s%s", shortest,
-			         plain ? ".0" : "");
-			break;
-		}
-	}
-	set_error(info, name, problem);
+	release_preference_scratch(&s);
 }
 
 /* edrc_preferences(system, truth, discount, likelihood): nodes are the system's items, numbered
@@ -1116,44 +829,20 @@ static void edrc_preferences_rows(duckdb_function_info info, duckdb_data_chunk i
 		return;
 	}
 	ids lists[4] = {system.better, system.worse, truth.better, truth.worse};
-	if (!family_of(lists, 4)) {
-		set_error(info, name, NOT_HANDLED);
-		return;
-	}
-	int64_t limit = budget_limit(info, name, input, 6);
+	int64_t limit = call_limit(info, name, lists, 4, input, 6);
 	if (limit < 0) {
 		return;
 	}
-	duckdb_vector discount_vector = duckdb_data_chunk_get_vector(input, 4);
-	duckdb_vector likelihood_vector = duckdb_data_chunk_get_vector(input, 5);
-	const duckdb_string_t *discounts = (const duckdb_string_t *)duckdb_vector_get_data(discount_vector);
-	const uint64_t *discount_valid = duckdb_vector_get_validity(discount_vector);
-	const double *likelihoods = (const double *)duckdb_vector_get_data(likelihood_vector);
-	const uint64_t *likelihood_valid = duckdb_vector_get_validity(likelihood_vector);
-	double *out = (double *)duckdb_vector_get_data(output);
 
-	scratch s = new_scratch(info, limit);
-	row_context c = {info, name, &s, 0};
-	for (idx_t row = 0; row < rows; row++) {
-		out[row] = 0.0;
-		if (!is_valid(system.valid, row) || !is_valid(truth.valid, row) || !is_valid(discount_valid, row) ||
-		    !is_valid(likelihood_valid, row) || isnan(likelihoods[row])) {
-			set_null(output, row);
-			continue;
+	scratch s;
+	row_context c = call_context(info, name, input, 4, 5, output, &s, limit);
+	for (idx_t row = 0; row < rows && !c.failed; row++) {
+		int kind, present = is_valid(system.valid, row) && is_valid(truth.valid, row);
+		if (!start_row(&c, row, present, &system.entries[row], &truth.entries[row], &kind)) {
+			continue; /* NULL, or the call ends */
 		}
-		int kind = discount_of(info, name, &discounts[row]);
-		if (kind < 0) {
-			break;
-		}
-		double likelihood = likelihoods[row];
-		if (!(likelihood >= 0.0 && likelihood <= 1.0)) {
-			likelihood_error(info, name, likelihood);
-			break;
-		}
+		double likelihood = c.likelihoods[row];
 		duckdb_list_entry sys = system.entries[row], t = truth.entries[row];
-		if (!check_lengths(info, name, sys.length, t.length)) {
-			break;
-		}
 		c.items = 2 * sys.length + t.length;
 		finder f;
 		int32_t *edges = (int32_t *)reserve(&s, B_EDGES, bytes_for(2 * (sys.length + t.length) + 1, sizeof(int32_t), 0));
@@ -1213,308 +902,24 @@ static void edrc_preferences_rows(duckdb_function_info info, duckdb_data_chunk i
 		}
 		node_names names = {{&system.better, &system.worse}, refs};
 		if (!edrc_row(&c, n, from, to, m, &system_graph, s_from, s_to, in_v, &names, kind, likelihood,
-		              &out[row])) {
+		              &c.out[row])) {
 			break;
 		}
-		if (isnan(out[row])) {
-			set_null(output, row);
-		}
+		null_if_nan(output, c.out, row);
 	}
-	release(&s);
-}
-
-/* --- rank correlations ------------------------------------------------------------------------ */
-
-static int compare_doubles(const void *a, const void *b) {
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-typedef enum { SPEARMAN, KENDALL_TAU, AP_CORRELATION, FCP } correlation;
-
-/* Per compared item of a row: how many items have a higher grade, and an equal one (itself
- * included), in the whole row and among the items above it. */
-typedef struct {
-	int32_t *higher, *equal, *higher_above, *equal_above;
-} pair_counts;
-
-/* Rows of at most this many compared items compare every pair (no sort: the common case of short
- * graded lists); longer rows sort, O(n log n). */
-#define PAIRWISE_ITEMS 48
-
-static void count_pairwise(const double *g, idx_t n, const pair_counts *out) {
-	for (idx_t i = 0; i < n; i++) {
-		int32_t higher = 0, equal = 0, higher_above = 0, equal_above = 0;
-		for (idx_t j = 0; j < n; j++) {
-			int32_t is_higher = g[j] > g[i], is_equal = g[j] == g[i], above = j < i;
-			higher += is_higher;
-			equal += is_equal;
-			higher_above += is_higher & above;
-			equal_above += is_equal & above;
-		}
-		out->higher[i] = higher;
-		out->equal[i] = equal;
-		out->higher_above[i] = higher_above;
-		out->equal_above[i] = equal_above;
-	}
-}
-
-/* The same with one sort of the grades and a Fenwick tree over their dense ranks. `sorted` holds n
- * doubles, `scratch` 4n + 4 int32. */
-static void count_sorted(const double *g, idx_t n, double *sorted, int32_t *scratch, const pair_counts *out) {
-	memcpy(sorted, g, n * sizeof(double));
-	qsort(sorted, n, sizeof(double), compare_doubles);
-	idx_t distinct = 0;
-	for (idx_t i = 0; i < n; i++) {
-		if (i == 0 || sorted[i] != sorted[distinct - 1]) {
-			sorted[distinct++] = sorted[i];
-		}
-	}
-	int32_t *tree = scratch, *equal_so_far = tree + distinct + 1, *total = equal_so_far + distinct + 1;
-	int32_t *higher_total = total + distinct; /* per dense rank: items of a higher grade */
-	memset(scratch, 0, (4 * distinct + 2) * sizeof(int32_t));
-	for (idx_t i = 0; i < n; i++) {
-		total[(double *)bsearch(&g[i], sorted, distinct, sizeof(double), compare_doubles) - sorted]++;
-	}
-	int32_t running = 0;
-	for (idx_t r = distinct; r-- > 0;) {
-		higher_total[r] = running;
-		running += total[r];
-	}
-	for (idx_t i = 0; i < n; i++) {
-		idx_t rank = (idx_t)((double *)bsearch(&g[i], sorted, distinct, sizeof(double), compare_doubles) - sorted);
-		int32_t at_most = 0; /* items above with a grade of this rank or lower */
-		for (idx_t k = rank + 1; k > 0; k -= k & (0 - k)) {
-			at_most += tree[k];
-		}
-		for (idx_t k = rank + 1; k <= distinct; k += k & (0 - k)) {
-			tree[k]++;
-		}
-		out->higher[i] = higher_total[rank];
-		out->equal[i] = total[rank];
-		out->higher_above[i] = (int32_t)i - at_most;
-		out->equal_above[i] = equal_so_far[rank]++;
-	}
-}
-
-/* The correlation of one row's compared grades g[0..n-1] (in the system's order), NAN where
- * undefined; the sums run in item order, as the Python kernels' bincount sums them. */
-static double correlate(correlation which, const double *g, idx_t n, double *sorted, int32_t *scratch,
-                        const pair_counts *counts) {
-	if (n < 2) {
-		return NAN;
-	}
-	if (n <= PAIRWISE_ITEMS) {
-		count_pairwise(g, n, counts);
-	} else {
-		count_sorted(g, n, sorted, scratch, counts);
-	}
-	if ((idx_t)counts->equal[0] == n) {
-		return NAN; /* every grade equal */
-	}
-	double mean = ((double)n + 1) / 2, covariance = 0, system_spread = 0, truth_spread = 0, share = 0;
-	int64_t concordant = 0, discordant = 0, tied = 0;
-	for (idx_t i = 0; i < n; i++) {
-		int64_t higher_above = counts->higher_above[i], equal_above = counts->equal_above[i];
-		concordant += higher_above;
-		discordant += (int64_t)i - higher_above - equal_above;
-		tied += equal_above;
-		double truth_rank = counts->higher[i] + ((double)counts->equal[i] + 1) / 2, system_rank = (double)i + 1.0;
-		covariance += (system_rank - mean) * (truth_rank - mean);
-		system_spread += (system_rank - mean) * (system_rank - mean);
-		truth_spread += (truth_rank - mean) * (truth_rank - mean);
-		share += i > 0 ? ((double)higher_above + 0.5 * (double)equal_above) / (double)i : 0.0;
-	}
-	double pairs = (double)n * ((double)n - 1) / 2;
-	switch (which) {
-	case SPEARMAN:
-		return truth_spread > 0 ? covariance / sqrt(system_spread * truth_spread) : NAN;
-	case KENDALL_TAU:
-		return ((double)concordant - (double)discordant) / sqrt(pairs * (pairs - (double)tied));
-	case AP_CORRELATION:
-		return 2.0 / ((double)n - 1) * share - 1.0;
-	default:
-		return (double)concordant / (double)(concordant + discordant);
-	}
-}
-
-static int correlation_of(const duckdb_string_t *text, correlation *which, char name[32]) {
-	static const char *names[] = {"spearman", "kendall_tau", "ap_correlation", "fcp"};
-	uint32_t length = text->value.inlined.length;
-	for (int i = 0; i < 4; i++) {
-		if (strlen(names[i]) == length && memcmp(names[i], string_data(text), length) == 0) {
-			*which = (correlation)i;
-			snprintf(name, 32, "%s", names[i]);
-			return 1;
-		}
-	}
-	return 0;
-}
-
-/* 0, with the error set naming the item (as text, quoted: the correlations match ids by their
- * text), when a grade of the row is NULL, NaN or infinite. grades[i] is key k.offset + i's, its
- * validity bit grade_offset + i. */
-static int check_grades(duckdb_function_info info, const char *name, const ids *keys, duckdb_list_entry k,
-                        const double *grades, const uint64_t *grade_valid, idx_t grade_offset) {
-	for (idx_t i = 0; i < k.length; i++) {
-		double grade = grades[i];
-		if (!is_valid(grade_valid, grade_offset + i) || !isfinite(grade)) {
-			char problem[300], item[128], text[128];
-			id_name(keys, k.offset + i, item, sizeof(item));
-			if (keys->type != DUCKDB_TYPE_VARCHAR) { /* named as its text */
-				snprintf(text, sizeof(text), "'%.100s'", item);
-				memcpy(item, text, sizeof(item));
-			}
-			snprintf(problem, sizeof(problem), "the grade of item %s in truth must be a finite number, got %s",
-			         item, isinf(grade) && is_valid(grade_valid, grade_offset + i)
-			                   ? (grade > 0 ? "inf" : "-inf") : "NULL or NaN");
-			set_error(info, name, problem);
-			return 0;
-		}
-	}
-	return 1;
-}
-
-/* correlation(function, rec, keys, grades): the items of rec that the truth grades, at their first
- * occurrence, in rec's order; keys and grades are the truth map's keys and values (the macros pass
- * map_keys(truth) and map_values(truth)). A NULL, NaN or infinite grade of a row whose rec and truth
- * are not NULL is an error naming the item (as text, quoted: the correlations match ids by their
- * text). The function is reachable from SQL like any other, so nothing the macros guarantee is
- * trusted: rec and keys must be lists, and each row's grades as long as its keys (else an error
- * naming the function and both lengths); a NULL rec, keys or grades makes the row NULL. */
-static void correlation_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output) {
-	static const char *internal = "duckrank_native_correlation";
-	idx_t rows = duckdb_data_chunk_get_size(input);
-	if (rows == 0) {
-		return;
-	}
-	char name[32];
-	snprintf(name, sizeof(name), "%s", internal);
-	correlation which = SPEARMAN;
-	/* The macros pass the function as a constant; each row is read all the same. */
-	const duckdb_string_t *functions = (const duckdb_string_t *)duckdb_vector_get_data(
-	    duckdb_data_chunk_get_vector(input, 0));
-	const uint64_t *function_valid = duckdb_vector_get_validity(duckdb_data_chunk_get_vector(input, 0));
-	if (is_valid(function_valid, 0) && !correlation_of(&functions[0], &which, name)) {
-		set_error(info, internal, "function must be spearman, kendall_tau, ap_correlation or fcp");
-		return;
-	}
-	duckdb_vector rec_vector = duckdb_data_chunk_get_vector(input, 1);
-	duckdb_vector key_vector = duckdb_data_chunk_get_vector(input, 2);
-	duckdb_vector grade_vector = duckdb_data_chunk_get_vector(input, 3);
-	if (!is_list(rec_vector) || !is_list(key_vector)) {
-		set_error(info, internal, "rec and keys must be lists");
-		return;
-	}
-	ids lists[2] = {ids_of(duckdb_list_vector_get_child(rec_vector)),
-	                ids_of(duckdb_list_vector_get_child(key_vector))};
-	if (!family_of(lists, 2)) {
-		set_error(info, name, NOT_HANDLED);
-		return;
-	}
-	int64_t limit = budget_limit(info, name, input, 4);
-	if (limit < 0) {
-		return;
-	}
-	const duckdb_list_entry *rec_entries = (const duckdb_list_entry *)duckdb_vector_get_data(rec_vector);
-	const duckdb_list_entry *key_entries = (const duckdb_list_entry *)duckdb_vector_get_data(key_vector);
-	const uint64_t *rec_valid = duckdb_vector_get_validity(rec_vector);
-	const uint64_t *key_valid = duckdb_vector_get_validity(key_vector);
-	duckdb_vector grade_items = duckdb_list_vector_get_child(grade_vector);
-	const double *grades = (const double *)duckdb_vector_get_data(grade_items);
-	const uint64_t *grade_valid = duckdb_vector_get_validity(grade_items);
-	const duckdb_list_entry *grade_entries = (const duckdb_list_entry *)duckdb_vector_get_data(grade_vector);
-	const uint64_t *grade_list_valid = duckdb_vector_get_validity(grade_vector);
-	double *out = (double *)duckdb_vector_get_data(output);
-
-	scratch s = new_scratch(info, limit);
-	for (idx_t row = 0; row < rows; row++) {
-		out[row] = 0.0;
-		if (!is_valid(rec_valid, row) || !is_valid(key_valid, row) || !is_valid(grade_list_valid, row)) {
-			set_null(output, row);
-			continue;
-		}
-		if (!is_valid(function_valid, row) || !correlation_of(&functions[row], &which, name)) {
-			set_error(info, internal, "function must be spearman, kendall_tau, ap_correlation or fcp");
-			break;
-		}
-		duckdb_list_entry r = rec_entries[row], k = key_entries[row];
-		if (grade_entries[row].length != k.length) {
-			/* Grade i is key i's: a shorter list would be read past its end. */
-			char problem[200];
-			snprintf(problem, sizeof(problem),
-			         "%s needs one grade per key, got %llu keys and %llu grades", name,
-			         (unsigned long long)k.length, (unsigned long long)grade_entries[row].length);
-			set_error(info, internal, problem);
-			break;
-		}
-		if (!check_lengths(info, name, r.length, k.length)) {
-			break;
-		}
-		idx_t grade_offset = grade_entries[row].offset;
-		if (!check_grades(info, name, &lists[1], k, grades + grade_offset, grade_valid, grade_offset)) {
-			break;
-		}
-		idx_t most = k.length < r.length ? k.length : r.length;
-		finder f;
-		double *compared = (double *)reserve(&s, B_POSITION, bytes_for(2 * most + 1, sizeof(double), 0));
-		int32_t *counts = (int32_t *)reserve(&s, B_EDGES, bytes_for(8 * most + 4, sizeof(int32_t), 0));
-		uint8_t *consumed = (uint8_t *)reserve(&s, B_IN_V, bytes_for(k.length + 1, 1, 0));
-		if (!compared || !counts || !consumed || !start_finder(&s, &f, &lists[1], k.offset, k.length)) {
-			memory_error(info, name, &s, r.length + k.length);
-			break;
-		}
-		for (idx_t i = 0; i < k.length; i++) {
-			consumed[i] = 0;
-			if (is_valid(lists[1].validity, k.offset + i)) {
-				int32_t *at = entry(&f, &lists[1], k.offset + i);
-				if (*at < 0) {
-					*at = (int32_t)i;
-				}
-			}
-		}
-		idx_t n = 0;
-		for (idx_t i = r.offset; i < r.offset + r.length && n < most; i++) {
-			int32_t key = find(&f, &lists[0], i);
-			if (key >= 0 && !consumed[key]) {
-				consumed[key] = 1;
-				compared[n++] = grades[grade_offset + (idx_t)key];
-			}
-		}
-		pair_counts per_item = {counts, counts + most, counts + 2 * most, counts + 3 * most};
-		out[row] = correlate(which, compared, n, compared + most, counts + 4 * most, &per_item);
-		if (isnan(out[row])) {
-			set_null(output, row);
-		}
-	}
-	release(&s);
+	release_preference_scratch(&s);
 }
 
 /* --- registration ----------------------------------------------------------------------------- */
 
-duckdb_state duckrank_register_preferences(duckdb_connection connection, budget *account) {
-	duckdb_logical_type any = duckdb_create_logical_type(DUCKDB_TYPE_ANY);
-	duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
-	duckdb_logical_type real = duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE);
-	duckdb_logical_type reals = duckdb_create_list_type(real);
-
-	/* Each also takes memory_limit as a last argument (budget_register); NULLs are handled row
-	 * by row. */
-	duckdb_logical_type edrc[] = {any, any, varchar, varchar};
-	duckdb_logical_type edrc_preferences[] = {any, any, varchar, varchar, varchar, real};
-	duckdb_logical_type correlation[] = {varchar, any, any, reals};
-	duckdb_state state = budget_register(connection, account, "duckrank_native_edrc", edrc, 4, real, edrc_rows, 1);
+duckdb_state duckrank_register_edrc(duckdb_connection connection, budget *account) {
+	static const duckdb_type edrc[] = {DUCKDB_TYPE_ANY, DUCKDB_TYPE_ANY, DUCKDB_TYPE_VARCHAR, DUCKDB_TYPE_VARCHAR};
+	static const duckdb_type edrc_preferences[] = {DUCKDB_TYPE_ANY,     DUCKDB_TYPE_ANY,     DUCKDB_TYPE_VARCHAR,
+	                                               DUCKDB_TYPE_VARCHAR, DUCKDB_TYPE_VARCHAR, DUCKDB_TYPE_DOUBLE};
+	duckdb_state state = register_preference_function(connection, account, "duckrank_native_edrc", edrc, 4, edrc_rows);
 	if (state == DuckDBSuccess) {
-		state = budget_register(connection, account, "duckrank_native_edrc_preferences", edrc_preferences, 6, real,
-		                        edrc_preferences_rows, 1);
-	}
-	if (state == DuckDBSuccess) {
-		state = budget_register(connection, account, "duckrank_native_correlation", correlation, 4, real,
-		                        correlation_rows, 1);
-	}
-	duckdb_logical_type *types[] = {&any, &varchar, &real, &reals};
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		duckdb_destroy_logical_type(types[i]);
+		state = register_preference_function(connection, account, "duckrank_native_edrc_preferences",
+		                                     edrc_preferences, 6, edrc_preferences_rows);
 	}
 	return state;
 }
