@@ -222,7 +222,7 @@ static void correlation_rows(duckdb_function_info info, duckdb_data_chunk input,
 	const uint64_t *grade_list_valid = duckdb_vector_get_validity(grade_vector);
 	double *out = (double *)duckdb_vector_get_data(output);
 
-	scratch s = new_preference_scratch(info, limit);
+	preference_scratch s = new_preference_scratch(info, limit);
 	for (idx_t row = 0; row < rows; row++) {
 		out[row] = 0.0;
 		if (!is_valid(rec_valid, row) || !is_valid(key_valid, row) || !is_valid(grade_list_valid, row)) {

@@ -92,7 +92,7 @@ typedef struct {
 
 /* Builds g from edges (from[e] preferred to to[e]) with GRAPH_BUFFERS of the scratch's buffers
  * from `first`. */
-static int build_graph(scratch *s, buffer_id first, idx_t n, const int32_t *from, const int32_t *to, idx_t m,
+static int build_graph(preference_scratch *s, buffer_id first, idx_t n, const int32_t *from, const int32_t *to, idx_t m,
                        graph *g) {
 	g->n = n;
 	g->m = m;
@@ -557,7 +557,7 @@ static int64_t considered(duckdb_function_info info, const char *name, const fin
 typedef struct {
 	duckdb_function_info info;
 	const char *name;
-	scratch *s;
+	preference_scratch *s;
 	idx_t items; /* the row's size, for a memory error */
 	/* The call's discount and likelihood columns (NULL likelihoods: edrc) and output, which
 	 * start_row reads; failed: a row's start set an error, which ends the call. */
@@ -680,7 +680,7 @@ static void likelihood_error(duckdb_function_info info, const char *name, double
  * are columns `discount_column` and `likelihood_column` of `input`, with its scratch `s`, started
  * here against `limit`. */
 static row_context call_context(duckdb_function_info info, const char *name, duckdb_data_chunk input,
-                                idx_t discount_column, idx_t likelihood_column, duckdb_vector output, scratch *s,
+                                idx_t discount_column, idx_t likelihood_column, duckdb_vector output, preference_scratch *s,
                                 int64_t limit) {
 	*s = new_preference_scratch(info, limit);
 	duckdb_vector discount_vector = duckdb_data_chunk_get_vector(input, discount_column);
@@ -754,7 +754,7 @@ static void edrc_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb
 	const duckdb_list_entry *rec_entries = (const duckdb_list_entry *)duckdb_vector_get_data(rec_vector);
 	const uint64_t *rec_valid = duckdb_vector_get_validity(rec_vector);
 
-	scratch s;
+	preference_scratch s;
 	row_context c = call_context(info, name, input, 3, NO_LIKELIHOOD, output, &s, limit);
 	for (idx_t row = 0; row < rows && !c.failed; row++) {
 		int kind;
@@ -834,7 +834,7 @@ static void edrc_preferences_rows(duckdb_function_info info, duckdb_data_chunk i
 		return;
 	}
 
-	scratch s;
+	preference_scratch s;
 	row_context c = call_context(info, name, input, 4, 5, output, &s, limit);
 	for (idx_t row = 0; row < rows && !c.failed; row++) {
 		int kind, present = is_valid(system.valid, row) && is_valid(truth.valid, row);

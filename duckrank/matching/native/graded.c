@@ -128,7 +128,7 @@ static int key_integer(const duckdb_string_t *key, key_reading reading, uint64_t
 }
 
 /* The slot of a key: for integer readings `hash` holds the integer itself and `text` is NULL. */
-ALWAYS_INLINE slot_graded *lookup_graded(scratch *s, key_reading reading, const duckdb_string_t *text,
+ALWAYS_INLINE slot_graded *lookup_graded(truth_scratch *s, key_reading reading, const duckdb_string_t *text,
                                          uint64_t key) {
 	uint64_t hash = reading == KEYS_AS_TEXT ? key : HASH64(key);
 	for (idx_t probe = 0;; probe++) {
@@ -141,7 +141,7 @@ ALWAYS_INLINE slot_graded *lookup_graded(scratch *s, key_reading reading, const 
 }
 
 /* Puts a row's truth in the table: each key with its grade (0 for a NULL grade). */
-static void insert_graded(scratch *s, key_reading reading, const graded_truth *truth, duckdb_list_entry t) {
+static void insert_graded(truth_scratch *s, key_reading reading, const graded_truth *truth, duckdb_list_entry t) {
 	for (idx_t i = t.offset; i < t.offset + t.length; i++) { /* map keys are unique */
 		uint64_t key;
 		const duckdb_string_t *text = truth->keys ? &truth->keys[i] : NULL;
@@ -166,7 +166,7 @@ static void insert_graded(scratch *s, key_reading reading, const graded_truth *t
 }
 
 /* The grade of rec's item i for its first occurrence (marking the item consumed), else 0. */
-ALWAYS_INLINE double take_grade(scratch *s, key_reading reading, id_kind kind, const void *rec_data,
+ALWAYS_INLINE double take_grade(truth_scratch *s, key_reading reading, id_kind kind, const void *rec_data,
                                 const uint64_t *rec_valid, idx_t i) {
 	if (!is_valid(rec_valid, i)) {
 		return 0.0;
@@ -257,7 +257,7 @@ static void grade_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 	}
 	double *out = (double *)duckdb_vector_get_data(duckdb_list_vector_get_child(output));
 
-	scratch s = new_scratch(info, c.limit);
+	truth_scratch s = new_truth_scratch(info, c.limit);
 	idx_t written = 0;
 	for (idx_t row = 0; row < rows; row++) {
 		out_entries[row].offset = written;
@@ -281,7 +281,7 @@ static void grade_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 		out_entries[row].length = top;
 	}
 	duckdb_list_vector_set_size(output, written);
-	release(&s);
+	release_truth_scratch(&s);
 }
 
 /* A row's ideal list: its `count` positive grades, sorted largest first in place. Insertion
@@ -349,7 +349,7 @@ static int64_t positive_grades(const graded_truth *truth, duckdb_list_entry t, d
 }
 
 /* A row's hits in its top K (truth in the table): their ranks and grades; returns their count. */
-static idx_t take_hits(scratch *s, const graded_chunk *c, duckdb_list_entry r, idx_t top, int64_t *pos,
+static idx_t take_hits(truth_scratch *s, const graded_chunk *c, duckdb_list_entry r, idx_t top, int64_t *pos,
                        double *grades) {
 	idx_t hits = 0;
 	for (idx_t i = r.offset; i < r.offset + top; i++) {
@@ -398,7 +398,7 @@ static void graded_rows(duckdb_function_info info, duckdb_data_chunk input, duck
 	duckdb_list_entry *grade_entries = (duckdb_list_entry *)duckdb_vector_get_data(field[G_GRADES]);
 	duckdb_list_entry *ideal_entries = (duckdb_list_entry *)duckdb_vector_get_data(field[G_IDEAL]);
 
-	scratch s = new_scratch(info, c.limit);
+	truth_scratch s = new_truth_scratch(info, c.limit);
 	/* A row's positive grades, to be sorted: scratch memory, counted against memory_limit. */
 	int64_t sort_bytes = bytes_for(longest_truth, sizeof(double), 0);
 	double *positive = NULL;
@@ -409,7 +409,7 @@ static void graded_rows(duckdb_function_info info, duckdb_data_chunk input, duck
 	positive = (double *)malloc(sort_bytes ? (size_t)sort_bytes : 1);
 	if (!positive) {
 		set_row_error(info, name, &s, ROW_NO_MEMORY, longest_truth);
-		release(&s);
+		release_truth_scratch(&s);
 		return;
 	}
 	idx_t hits = 0, ideals = 0;
@@ -459,7 +459,7 @@ static void graded_rows(duckdb_function_info info, duckdb_data_chunk input, duck
 	duckdb_list_vector_set_size(field[G_GRADES], hits);
 	duckdb_list_vector_set_size(field[G_IDEAL], ideals);
 	free(positive);
-	release(&s);
+	release_truth_scratch(&s);
 }
 
 static duckdb_logical_type graded_type(void) {

@@ -80,7 +80,7 @@ typedef struct {
  * items), then look up the top K of rec (appends the hit positions, returns their count). */
 #define DEFINE_MATCH(suffix, slot_type, key_type, READ, HASH, EQUAL, STORE)                                      \
 	/* The slot holding the key, or the empty slot where it would go. */                                      \
-	ALWAYS_INLINE slot_type *lookup_##suffix(scratch *s, key_type key, uint64_t hash) {                        \
+	ALWAYS_INLINE slot_type *lookup_##suffix(truth_scratch *s, key_type key, uint64_t hash) {                        \
 		for (idx_t probe = 0;; probe++) {                                                                      \
 			slot_type *e = SLOT_AT(slot_type, s, hash, probe);                                                 \
 			if (e->stamp != s->stamp || EQUAL(e, key, hash)) {                                                 \
@@ -88,7 +88,7 @@ typedef struct {
 			}                                                                                                  \
 		}                                                                                                      \
 	}                                                                                                          \
-	ALWAYS_INLINE int64_t insert_##suffix(scratch *s, id_kind kind, const id_list *l, idx_t offset, idx_t len) { \
+	ALWAYS_INLINE int64_t insert_##suffix(truth_scratch *s, id_kind kind, const id_list *l, idx_t offset, idx_t len) { \
 		(void)kind; /* the string readers need no kind */                                                     \
 		int64_t distinct = 0;                                                                                  \
 		for (idx_t i = offset; i < offset + len; i++) {                                                        \
@@ -106,7 +106,7 @@ typedef struct {
 		}                                                                                                      \
 		return distinct;                                                                                       \
 	}                                                                                                          \
-	ALWAYS_INLINE idx_t find_##suffix(scratch *s, id_kind kind, const id_list *l, idx_t offset, idx_t top) {    \
+	ALWAYS_INLINE idx_t find_##suffix(truth_scratch *s, id_kind kind, const id_list *l, idx_t offset, idx_t top) {    \
 		(void)kind;                                                                                            \
 		idx_t hits = 0;                                                                                        \
 		for (idx_t i = offset; i < offset + top; i++) {                                                        \
@@ -141,7 +141,7 @@ DEFINE_MATCH(string, slot_string, const duckdb_string_t *, READ_STRING, HASH_STR
 
 /* One row: n, and the hits appended to the scratch. The common kinds get their own copies of
  * the loops (the kind is a constant in each call, so the reading switch folds away). */
-static void match_row(scratch *s, key_family family, const id_list *rec, const id_list *truth,
+static void match_row(truth_scratch *s, key_family family, const id_list *rec, const id_list *truth,
                       duckdb_list_entry r, duckdb_list_entry t, idx_t top, int64_t *n, idx_t *hits) {
 	switch (family) {
 	case BY_64:
@@ -228,7 +228,7 @@ static void match_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 	int64_t *counts = (int64_t *)duckdb_vector_get_data(duckdb_struct_vector_get_child(output, 2));
 	int64_t *cuts = (int64_t *)duckdb_vector_get_data(duckdb_struct_vector_get_child(output, 3));
 
-	scratch s = new_scratch(info, limit);
+	truth_scratch s = new_truth_scratch(info, limit);
 	for (idx_t row = 0; row < rows; row++) {
 		pos_entries[row].offset = s.positions_size;
 		pos_entries[row].length = 0;
@@ -245,7 +245,7 @@ static void match_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 		row_start started = start_row(&s, t.length, top);
 		if (started != ROW_READY) {
 			set_row_error(info, name, &s, started, t.length);
-			release(&s);
+			release_truth_scratch(&s);
 			return;
 		}
 		match_row(&s, family, &rec, &truth, r, t, top, &counts[row], &pos_entries[row].length);
@@ -260,7 +260,7 @@ static void match_rows(duckdb_function_info info, duckdb_data_chunk input, duckd
 	} else {
 		set_error(info, name, "out of memory in the native matching step");
 	}
-	release(&s);
+	release_truth_scratch(&s);
 }
 
 static duckdb_logical_type match_type(void) {

@@ -17,7 +17,7 @@ DUCKDB_EXTENSION_EXTERN
 static const char NOT_HANDLED[] = "these id types are not handled by the native preference step";
 
 
-void *reserve(scratch *s, buffer_id id, int64_t bytes) {
+void *reserve(preference_scratch *s, buffer_id id, int64_t bytes) {
 	buffer *b = &s->buffers[id];
 	if (b->data && (uint64_t)bytes <= b->bytes) {
 		return b->data;
@@ -51,14 +51,14 @@ void *reserve(scratch *s, buffer_id id, int64_t bytes) {
 	return b->data;
 }
 
-void release_preference_scratch(scratch *s) {
+void release_preference_scratch(preference_scratch *s) {
 	for (int i = 0; i < B_COUNT; i++) {
 		free(s->buffers[i].data);
 	}
 	claim_end(&s->memory);
 }
 
-void memory_error(duckdb_function_info info, const char *name, const scratch *s, idx_t items) {
+void memory_error(duckdb_function_info info, const char *name, const preference_scratch *s, idx_t items) {
 	if (s->no_memory) {
 		set_error(info, name, "out of memory in the native preference step");
 		return;
@@ -138,7 +138,7 @@ void id_name(const ids *v, idx_t i, char *out, size_t size) {
 	out[at] = '\0';
 }
 
-int start_hash(scratch *s, finder *f, int strings, idx_t count) {
+int start_hash(preference_scratch *s, finder *f, int strings, idx_t count) {
 	uint64_t size = 64;
 	while (size < 4 * (uint64_t)count) {
 		size *= 2;
@@ -154,7 +154,7 @@ int start_hash(scratch *s, finder *f, int strings, idx_t count) {
 	return 1;
 }
 
-int start_finder(scratch *s, finder *f, const ids *v, idx_t offset, idx_t count) {
+int start_finder(preference_scratch *s, finder *f, const ids *v, idx_t offset, idx_t count) {
 	if (v->type != DUCKDB_TYPE_VARCHAR && count > 0) {
 		int64_t low = INT64_MAX, high = INT64_MIN;
 		for (idx_t i = offset; i < offset + count; i++) {
@@ -189,8 +189,8 @@ int start_finder(scratch *s, finder *f, const ids *v, idx_t offset, idx_t count)
 	return start_hash(s, f, v->type == DUCKDB_TYPE_VARCHAR, count);
 }
 
-scratch new_preference_scratch(duckdb_function_info info, int64_t limit) {
-	scratch s;
+preference_scratch new_preference_scratch(duckdb_function_info info, int64_t limit) {
+	preference_scratch s;
 	memset(&s, 0, sizeof(s));
 	s.memory = claim_start(info, limit);
 	return s;

@@ -41,19 +41,19 @@ typedef struct {
 	claim memory;  /* the call's part of the database's account (budget.h) */
 	int no_memory; /* malloc itself failed */
 	buffer buffers[B_COUNT];
-} scratch;
+} preference_scratch;
 
 /* Buffer `id` with room for `bytes` (its old content is not kept; bytes_for's TOO_MANY_BYTES for
  * a size that overflowed); NULL when memory_limit or malloc refuses. A buffer never had is NULL
  * even for 0 bytes, so it is at least 1 byte: a row of empty lists is not a refusal. */
-void *reserve(scratch *s, buffer_id id, int64_t bytes);
+void *reserve(preference_scratch *s, buffer_id id, int64_t bytes);
 
 /* A call's empty scratch, counted against `limit` (budget_limit), and its release. */
-scratch new_preference_scratch(duckdb_function_info info, int64_t limit);
-void release_preference_scratch(scratch *s);
+preference_scratch new_preference_scratch(duckdb_function_info info, int64_t limit);
+void release_preference_scratch(preference_scratch *s);
 
 /* The error of a row whose scratch could not be had, worded as match.c's. */
-void memory_error(duckdb_function_info info, const char *name, const scratch *s, idx_t items);
+void memory_error(duckdb_function_info info, const char *name, const preference_scratch *s, idx_t items);
 
 /* The longest list of a row this step handles: nodes, edges and item numbers are int32 (the
  * scratch's size and speed), and edrc_preferences numbers up to twice a list's items. Every size
@@ -144,10 +144,10 @@ typedef struct {
 
 /* An empty hash table for up to `count` ids (strings or integers); count is at most 2 * MAX_ITEMS
  * (check_lengths), so 4 * count slots is far from overflowing. */
-int start_hash(scratch *s, finder *f, int strings, idx_t count);
+int start_hash(preference_scratch *s, finder *f, int strings, idx_t count);
 
 /* Sizes the finder for the ids of `v` at [offset, offset + count) and empties it. */
-int start_finder(scratch *s, finder *f, const ids *v, idx_t offset, idx_t count);
+int start_finder(preference_scratch *s, finder *f, const ids *v, idx_t offset, idx_t count);
 
 /* Id i of v as a table key (its text's hash, or the integer itself), with its text (NULL for
  * integers) and its first probe. */

@@ -10,21 +10,21 @@ DUCKDB_EXTENSION_EXTERN
 #include <string.h>
 
 /* A call's scratch, counted against `limit` in the database's account. */
-scratch new_scratch(duckdb_function_info info, int64_t limit) {
-	scratch s;
+truth_scratch new_truth_scratch(duckdb_function_info info, int64_t limit) {
+	truth_scratch s;
 	memset(&s, 0, sizeof(s));
 	s.memory = claim_start(info, limit);
 	return s;
 }
 
-void release(scratch *s) {
+void release_truth_scratch(truth_scratch *s) {
 	free(s->slots);
 	free(s->positions);
 	claim_end(&s->memory);
 }
 
 /* Sizes the table for a row with `truth_len` items and starts the row. */
-row_start start_row(scratch *s, idx_t truth_len, idx_t top) {
+row_start start_row(truth_scratch *s, idx_t truth_len, idx_t top) {
 	idx_t most_hits = top < truth_len ? top : truth_len;
 	if (truth_len > MOST_ITEMS || s->positions_size + most_hits > MOST_ITEMS) {
 		claim_take(&s->memory, TOO_MANY_BYTES); /* refused; the error reports it */
@@ -75,7 +75,7 @@ row_start start_row(scratch *s, idx_t truth_len, idx_t top) {
 	return ROW_READY;
 }
 
-void set_row_error(duckdb_function_info info, const char *name, const scratch *s, row_start failure,
+void set_row_error(duckdb_function_info info, const char *name, const truth_scratch *s, row_start failure,
                    idx_t truth_len) {
 	if (failure == ROW_NO_MEMORY) {
 		set_error(info, name, "out of memory in the native matching step");

@@ -53,7 +53,7 @@ typedef struct {
 	idx_t positions_capacity;
 	idx_t positions_size;
 	claim memory; /* the call's part of the database's account (budget.h) */
-} scratch;
+} truth_scratch;
 
 typedef enum { ROW_READY, ROW_OVER_LIMIT, ROW_NO_MEMORY } row_start;
 
@@ -79,12 +79,12 @@ typedef struct {
 #define MOST_ITEMS ((idx_t)1 << 40)
 
 /* A call's scratch, counted against `limit` in the database's account, and its release. */
-scratch new_scratch(duckdb_function_info info, int64_t limit);
-void release(scratch *s);
+truth_scratch new_truth_scratch(duckdb_function_info info, int64_t limit);
+void release_truth_scratch(truth_scratch *s);
 
 /* Sizes the table for a row with `truth_len` items and starts the row (start_row in
  * truth_table.c says how). */
-row_start start_row(scratch *s, idx_t truth_len, idx_t top);
+row_start start_row(truth_scratch *s, idx_t truth_len, idx_t top);
 
 #define SLOT_AT(type, s, hash, probe) (&((type *)(s)->slots)[(((hash) >> (s)->shift) + (probe)) & ((((idx_t)1) << (64 - (s)->shift)) - 1)])
 
@@ -123,7 +123,7 @@ static inline idx_t top_of(const row_inputs *in, idx_t row) {
 }
 
 /* The error of a row whose scratch could not be had. */
-void set_row_error(duckdb_function_info info, const char *name, const scratch *s, row_start failure,
+void set_row_error(duckdb_function_info info, const char *name, const truth_scratch *s, row_start failure,
                    idx_t truth_len);
 
 /* A LIST vector's element type; DUCKDB_TYPE_INVALID for any other vector. */
