@@ -20,8 +20,10 @@ INTRO = """\
 ## Statistical tests in SQL
 
 Each test is an aggregate over paired per-user (or per-query) values: `x` and `y` are the same
-metric for two systems, one row per user. `duckrank.connect()` (or `duckrank.register(con)`,
-on each cursor that needs them) registers them; use them like `avg`:
+metric for two systems, one row per user. The tests of many systems at once (`anova_oneway`,
+`anova_twoway`, `tukey_hsd`, `tukey_hsd_blocked`) take the long form instead: `x` the value,
+`system` (and `topic`) its labels, one row per (system, topic). `duckrank.connect()` (or
+`duckrank.register(con)`, on each cursor that needs them) registers them; use them like `avg`:
 
 ```python
 import duckrank
@@ -37,10 +39,12 @@ con.sql(\"\"\"
 Shared rules:
 
 - **Pairs.** A pair with either side NULL is skipped; `n` counts the pairs used. Within a
-  group, the order of the rows does not matter.
+  group, the order of the rows does not matter. (Long rows: a row with a NULL value or label
+  is skipped.)
 - **Types.** `x` and `y` are DOUBLE parameters: any numeric type works (DuckDB casts it). A
   VARCHAR or BOOLEAN argument is refused by DuckDB's binder before anything runs, with DuckDB's
   message naming the function: `Macro paired_ttest() does not support the supplied arguments`.
+  Labels (`system`, `topic`) may be of any type: they are compared as text.
 - **Undefined values are NULL** where scipy gives nan (each test says when).
 - **Non-finite values.** A NaN or infinite value (or difference `x - y`) in a group makes its
   statistic, p-value and interval NULL in every function: with an infinite difference no
@@ -59,11 +63,12 @@ Shared rules:
   the same answer, bit for bit, whatever `SET threads` and the order of the rows. `wilcoxon`
   depends only on the values too. `paired_ttest` adds with DuckDB's own `sum`, whose last bits
   may vary with the threads, as `avg`'s do.
-- **Interrupts.** `con.interrupt()` stops `randomization_test`, `bootstrap_ci` and
-  `paired_bootstrap_ci` between blocks of trials (a few milliseconds each): the query fails
-  with an error naming the function (`...: interrupted (con.interrupt())`) and the connection
-  is free again. duckrank wraps `DuckDBPyConnection.interrupt` to count its calls, since DuckDB
-  tells a Python function nothing; Ctrl-C reaches a run on the query's own thread.
+- **Interrupts.** `con.interrupt()` stops `randomization_test`, `bootstrap_ci`,
+  `paired_bootstrap_ci` and `paired_effect_size` between blocks of trials (a few milliseconds
+  each): the query fails with an error naming the function (`...: interrupted
+  (con.interrupt())`) and the connection is free again. duckrank wraps
+  `DuckDBPyConnection.interrupt` to count its calls, since DuckDB tells a Python function
+  nothing; Ctrl-C reaches a run on the query's own thread.
 - **Where they live.** The functions are TEMP macros of the connection that called
   `duckrank.register` (call it on each cursor), over Python functions registered on the database;
   nothing is stored in a database file.
@@ -89,6 +94,21 @@ REFERENCES = """\
 - Efron, B. and Tibshirani, R. J. (1993). *An Introduction to the Bootstrap*.
 - Abramowitz, M. and Stegun, I. A. (1964). *Handbook of Mathematical Functions*, 26.5.8 and
   26.5.9 (the continued fractions duckrank evaluates Student's t distribution with).
+- Tukey, J. W. (1949). Comparing individual means in the analysis of variance. *Biometrics* 5.
+  Kramer, C. Y. (1956). Extension of multiple range tests to group means with unequal numbers
+  of replications. *Biometrics* 12.
+- Carterette, B. (2012). Multiple testing in statistical analysis of systems-based information
+  retrieval experiments. *ACM TOIS* 30(1). Sakai, T. (2018). *Laboratory Experiments in
+  Information Retrieval: Sample Sizes, Effect Sizes, and Statistical Power*. Springer.
+- Olejnik, S. and Algina, J. (2003). Generalized eta and omega squared statistics.
+  *Psychological Methods* 8(4). Cohen, J. (1988). *Statistical Power Analysis for the
+  Behavioral Sciences*. Lakens, D. (2013). Calculating and reporting effect sizes.
+  *Frontiers in Psychology* 4.
+- Sakai, T. (2016). Topic set size design. *Information Retrieval Journal* 19. Nagata, Y.
+  (2003). *How to Design the Sample Size* (in Japanese).
+- Holm, S. (1979); Hochberg, Y. (1988); Hommel, G. (1988); Sidak, Z. (1967); Benjamini, Y. and
+  Hochberg, Y. (1995); Benjamini, Y. and Yekutieli, D. (2001): the corrections of the report
+  (`duckrank.stats.corrections`), as statsmodels' `multipletests` computes them.
 """
 
 

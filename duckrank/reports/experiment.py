@@ -97,10 +97,12 @@ class ExperimentResult:
     """The experiment's tables (Arrow), and ``text``: them laid out as the paper's tables, with
     the paper's numbers beside.
 
-    * ``table1``: given, system, users, ndcg, err, ndcg_p, err_p (p: Wilcoxon, xCLiMF against
-      PopRec, on xCLiMF's rows).
+    * ``table1``: given, system, users, ndcg, err, ndcg_p, ndcg_diff, err_p, err_diff (p:
+      Wilcoxon, xCLiMF against PopRec, on xCLiMF's rows; diff: the mean of xCLiMF - PopRec
+      over the tested users, whose sign is the direction the text marks + or -).
     * ``table3``: given, threshold, system, users (with a test rating >= threshold), mrr, err,
-      mrr_p, err_p (xCLiMF against CLiMF at that threshold, on xCLiMF's rows).
+      mrr_p, mrr_diff, err_p, err_diff (xCLiMF against CLiMF at that threshold, on xCLiMF's
+      rows).
     * ``setup``: per given: the users split, those with too few ratings (reported by the split,
       left out), the sampled candidates per test user (min and max), the catalogue size.
     * ``training``: per given and model: seconds, the objective (eq. 8) after the first and the
@@ -311,10 +313,11 @@ def _condition(con: duckdb.DuckDBPyConnection, settings: Settings, max_rating: f
 # --- the tables ----------------------------------------------------------------------------------
 
 def _compared(system: str, baseline: str, metric: str) -> str:
-    """SQL: per given, the mean of ``metric`` for ``system`` and the Wilcoxon p-value against
-    ``baseline`` over the users where both are defined."""
+    """SQL: per given, the mean of ``metric`` for ``system``, the Wilcoxon p-value against
+    ``baseline`` over the users where both are defined, and the mean difference system -
+    baseline over those users (the direction the two-sided p-value does not say)."""
     return f"""SELECT s.given, count(s.value) AS users, avg(s.value) AS value,
-          wilcoxon(s.value, b.value).p_value AS p
+          wilcoxon(s.value, b.value).p_value AS p, avg(s.value - b.value) AS diff
         FROM xp_per_user s JOIN xp_per_user b USING (given, user, metric)
         WHERE s.system = '{system}' AND b.system = '{baseline}' AND metric = '{metric}'
         GROUP BY s.given"""
@@ -335,12 +338,13 @@ def _table1(con: duckdb.DuckDBPyConnection, given: tuple[int, ...]) -> pa.Table:
         tests = {}
         if system == "xCLiMF":
             for metric in (ndcg, err):
-                tests[metric] = {g: p for g, _, _, p in
+                tests[metric] = {g: (p, d) for g, _, _, p, d in
                                  con.execute(_compared(system, "PopRec", metric)).fetchall()}
         for g in given:
             rows.append({"given": g, "system": system, "users": n_mean[g][0],
                          "ndcg": n_mean[g][1], "err": e_mean[g][1],
-                         "ndcg_p": tests.get(ndcg, {}).get(g), "err_p": tests.get(err, {}).get(g)})
+                         **_tested("ndcg", tests.get(ndcg, {}).get(g)),
+                         **_tested("err", tests.get(err, {}).get(g))})
     return pa.Table.from_pylist(rows)
 
 
@@ -355,7 +359,7 @@ def _table3(con: duckdb.DuckDBPyConnection, given: tuple[int, ...],
             tests: dict[str, dict] = {}
             if system == "xCLiMF":
                 for metric in (mrr, err):
-                    tests[metric] = {g: p for g, _, _, p in con.execute(
+                    tests[metric] = {g: (p, d) for g, _, _, p, d in con.execute(
                         _compared(system, climf_name, metric)).fetchall()}
             for g in given:
                 if g not in e_mean:  # no training rating reached the threshold: no CLiMF
@@ -364,8 +368,8 @@ def _table3(con: duckdb.DuckDBPyConnection, given: tuple[int, ...],
                              "system": "CLiMF" if system == climf_name else system,
                              "users": m_mean.get(g, (0, None))[0],
                              "mrr": m_mean.get(g, (0, None))[1], "err": e_mean[g][1],
-                             "mrr_p": tests.get(mrr, {}).get(g),
-                             "err_p": tests.get(err, {}).get(g)})
+                             **_tested("mrr", tests.get(mrr, {}).get(g)),
+                             **_tested("err", tests.get(err, {}).get(g))})
     return pa.Table.from_pylist(rows)
 
 
@@ -373,8 +377,22 @@ def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def _p(value: float | None) -> str:
-    return "" if value is None else f"p={value:.2g}"
+def _tested(metric: str, test: tuple[float | None, float | None] | None) -> dict[str, Any]:
+    """A row's ``<metric>_p`` (the Wilcoxon p-value) and ``<metric>_diff`` (the mean difference
+    against the baseline over the tested users), None on the baseline's rows."""
+    p, diff = (None, None) if test is None else test
+    return {f"{metric}_p": p, f"{metric}_diff": diff}
+
+
+# How a p-value's cell says which way the difference goes: the two-sided test does not.
+DIRECTION = "+: higher than, -: lower than"
+
+
+def _p(value: float | None, diff: float | None) -> str:
+    if value is None:
+        return ""
+    sign = "" if diff is None else "+ " if diff > 0 else "- " if diff < 0 else "= "
+    return f"{sign}p={value:.2g}"
 
 
 def render_text(result: ExperimentResult) -> str:
@@ -393,7 +411,8 @@ def render_text(result: ExperimentResult) -> str:
                      f"{row['catalogue']} items, {row['sampled_min']}..{row['sampled_max']} "
                      "sampled candidates per user")
     table1 = result.table1.to_pylist()
-    lines += ["", f"Table 1: NDCG@{CUTOFF} and ERR@{CUTOFF} (p: Wilcoxon, xCLiMF vs PopRec)",
+    lines += ["", f"Table 1: NDCG@{CUTOFF} and ERR@{CUTOFF} (p: Wilcoxon, xCLiMF vs PopRec; "
+                  f"{DIRECTION} PopRec)",
               f"{'':16}" + "".join(f"{'Given ' + str(g):>26}" for g in s.given),
               f"{'':16}" + f"{'NDCG':>13}{'ERR':>13}" * len(s.given)]
     for system in ("PopRec", "Random", "xCLiMF"):
@@ -402,7 +421,8 @@ def render_text(result: ExperimentResult) -> str:
             f"{_number(rows[g]['ndcg']):>13}{_number(rows[g]['err']):>13}" for g in s.given))
         if system == "xCLiMF":
             lines.append(f"{'  Wilcoxon':16}" + "".join(
-                f"{_p(rows[g]['ndcg_p']):>13}{_p(rows[g]['err_p']):>13}" for g in s.given))
+                f"{_p(rows[g]['ndcg_p'], rows[g]['ndcg_diff']):>13}"
+                f"{_p(rows[g]['err_p'], rows[g]['err_diff']):>13}" for g in s.given))
         paper = [PAPER_TABLE1.get((system, g)) for g in s.given]
         if any(paper):
             lines.append(f"{'  paper (ML1m)':16}" + "".join(
@@ -412,7 +432,7 @@ def render_text(result: ExperimentResult) -> str:
     for g in s.given:
         rows = {(r["system"], r["threshold"]): r for r in table3 if r["given"] == g}
         lines += ["", f"Table 3, Given {g}: MRR (relevant: rating >= threshold) and ERR@{CUTOFF}"
-                      " (p: Wilcoxon, xCLiMF vs CLiMF)",
+                      f" (p: Wilcoxon, xCLiMF vs CLiMF; {DIRECTION} CLiMF)",
                   f"{'':16}" + "".join(f"{'Threshold ' + format(t, 'g'):>26}"
                                        for t in thresholds),
                   f"{'':16}" + f"{'MRR':>13}{'ERR':>13}" * len(thresholds)]
@@ -422,7 +442,8 @@ def render_text(result: ExperimentResult) -> str:
                 f"{_number(c and c['mrr']):>13}{_number(c and c['err']):>13}" for c in cells))
             if system == "xCLiMF":
                 lines.append(f"{'  Wilcoxon':16}" + "".join(
-                    f"{_p(c and c['mrr_p']):>13}{_p(c and c['err_p']):>13}" for c in cells))
+                    f"{_p(c and c['mrr_p'], c and c['mrr_diff']):>13}"
+                    f"{_p(c and c['err_p'], c and c['err_diff']):>13}" for c in cells))
             paper = [PAPER_TABLE3.get((system, t)) for t in thresholds]
             if any(paper):
                 lines.append(f"{'  paper (ML1m)':16}" + "".join(

@@ -1,17 +1,22 @@
 """Statistical tests over paired per-user values: one ``record.StatTest`` per test (its SQL
 signature, output fields, null hypothesis, p-value convention, when to prefer it, source) with its
-numpy math (``t_test``, ``wilcoxon``, ``resampling``; null distributions in ``distributions``),
+numpy math (``t_test``, ``wilcoxon``, ``resampling``, ``anova``: ANOVA and Tukey's HSD over
+many systems; null distributions in ``distributions``; the multiple-comparison corrections in
+``corrections``),
 and, for the tests the comparison report offers, how it runs them (``record.InReport``).
 Pure numpy: the DuckDB wiring is ``duckrank.engines.stats``, the docs
 ``duckrank.render.compare``, the report ``duckrank.reports.compare``."""
 
+from duckrank.stats.anova import ANOVA_ONEWAY, ANOVA_TWOWAY, TUKEY_HSD, TUKEY_HSD_BLOCKED
+from duckrank.stats.effect import PAIRED_EFFECT_SIZE
 from duckrank.stats.record import StatTest
 from duckrank.stats.resampling import BOOTSTRAP_CI, PAIRED_BOOTSTRAP_CI, RANDOMIZATION_TEST
 from duckrank.stats.t_test import PAIRED_TTEST
 from duckrank.stats.wilcoxon import WILCOXON
 
 TESTS: tuple[StatTest, ...] = (
-    PAIRED_TTEST, WILCOXON, RANDOMIZATION_TEST, BOOTSTRAP_CI, PAIRED_BOOTSTRAP_CI
+    PAIRED_TTEST, WILCOXON, RANDOMIZATION_TEST, BOOTSTRAP_CI, PAIRED_BOOTSTRAP_CI,
+    PAIRED_EFFECT_SIZE, ANOVA_ONEWAY, ANOVA_TWOWAY, TUKEY_HSD, TUKEY_HSD_BLOCKED,
 )
 
 # The tests the comparison report runs (``duckrank.compare``'s ``test=``, ``duckrank compare

@@ -64,7 +64,7 @@ class Field:
     """One field of the STRUCT a test returns."""
 
     name: str
-    sql_type: str  # "BIGINT" or "DOUBLE"
+    sql_type: str  # "BIGINT" or "DOUBLE"; "DOUBLE[]" or "VARCHAR[]": one value per pair
     doc: str
 
 
@@ -107,6 +107,44 @@ DIFFERENCES = Summary(
     per_group=True,
     doc="the differences d = x - y of the group's pairs, as one list",
 )
+
+# Many systems at once: every (value, system) row of the group, or (value, system, topic), as one
+# list of structs (one aggregate, so the columns stay aligned whatever DuckDB's threads do). The
+# labels are any type, compared as text. The kernel gets the values and the labels as codes
+# (``LabelledRows``, built by the engine).
+LABELLED = Summary(
+    arguments=("x", "system"),
+    aggregates=(("rows", "list({{'x': {x}, 's': {system}::VARCHAR}}) FILTER (WHERE {x} IS NOT "
+                 "NULL AND {system} IS NOT NULL)", "STRUCT(x DOUBLE, s VARCHAR)[]"),),
+    per_group=True,
+    doc="the group's (x, system) rows with both non-NULL, as one list",
+)
+
+BLOCKED = Summary(
+    arguments=("x", "system", "topic"),
+    aggregates=(("rows", "list({{'x': {x}, 's': {system}::VARCHAR, 't': {topic}::VARCHAR}}) "
+                 "FILTER (WHERE {x} IS NOT NULL AND {system} IS NOT NULL AND {topic} IS NOT "
+                 "NULL)", "STRUCT(x DOUBLE, s VARCHAR, t VARCHAR)[]"),),
+    per_group=True,
+    doc="the group's (x, system, topic) rows with all three non-NULL, as one list",
+)
+
+# The arguments that are labels (any SQL type), not DOUBLE values.
+LABELS = ("system", "topic")
+
+
+@dataclass(frozen=True)
+class LabelledRows:
+    """One group's rows for a ``LABELLED`` or ``BLOCKED`` test: ``x`` the values, ``system``
+    (and ``topic``) codes 0 .. k - 1 into ``systems`` (and ``topics``), the names sorted; the
+    rows in the order DuckDB gathered them."""
+
+    x: np.ndarray
+    system: np.ndarray
+    systems: tuple[str, ...]
+    topic: np.ndarray | None = None
+    topics: tuple[str, ...] = ()
+
 
 VALUES = Summary(
     arguments=("x",),

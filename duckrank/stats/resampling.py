@@ -94,18 +94,31 @@ def sign_flip_count(values: np.ndarray, trials: int, seed: int,
     return int(np.count_nonzero(np.abs(sums) >= abs(observed) - tolerance))
 
 
-def bootstrap_means(values: np.ndarray, trials: int, seed: int,
-                    stop: Callable[[], None] = _never) -> np.ndarray:
-    """The means of ``trials`` resamples of ``values`` with replacement."""
+def bootstrap_moments(values: np.ndarray, trials: int, seed: int,
+                      stop: Callable[[], None] = _never, sd: bool = False
+                      ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The means of ``trials`` resamples of ``values`` with replacement and, with ``sd``, their
+    standard deviations (n - 1 in the denominator). The means do not depend on ``sd``: the same
+    resamples are drawn either way."""
     rng = np.random.default_rng(seed)
     n = len(values)
     block = max(1, _BLOCK // n)
     means = np.empty(trials)
+    sds = np.empty(trials) if sd else None
     for start in range(0, trials, block):
         stop()
         rows = min(block, trials - start)
-        means[start : start + rows] = values.take(rng.integers(0, n, (rows, n))).mean(axis=1)
-    return means
+        sample = values.take(rng.integers(0, n, (rows, n)))
+        means[start : start + rows] = sample.mean(axis=1)
+        if sds is not None:
+            sds[start : start + rows] = sample.std(axis=1, ddof=1)
+    return means, sds
+
+
+def bootstrap_means(values: np.ndarray, trials: int, seed: int,
+                    stop: Callable[[], None] = _never) -> np.ndarray:
+    """The means of ``trials`` resamples of ``values`` with replacement."""
+    return bootstrap_moments(values, trials, seed, stop)[0]
 
 
 def _scaled(values: np.ndarray) -> tuple[np.ndarray, int] | None:

@@ -282,7 +282,7 @@ def test_one_long_table_by_system_equals_a_mapping(shared, data) -> None:
 
 @pytest.mark.parametrize(("arguments", "message"), [
     ({"test": "z"}, "compare: test='z': must be one of randomization, t, wilcoxon"),
-    ({"correction": "sidak"}, "compare: correction='sidak'"),
+    ({"correction": "fdr_tsbh"}, "compare: correction='fdr_tsbh': must be one of holm, "),
     ({"alpha": 1.5}, "compare: alpha=1.5"),
     ({"level": 0}, "compare: level=0"),
     ({"baseline": "nope"}, "compare: baseline='nope' is not one of the systems: low, mid, high"),

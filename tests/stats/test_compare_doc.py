@@ -56,7 +56,7 @@ def test_the_report_offers_the_tests_whose_records_say_how() -> None:
         assert test.name in compare._REPORT_FUNCTIONS
         assert f"{alias} (" in _test_help()
     assert set(compare._REPORT_FUNCTIONS) == {*(t.name for t in REPORT_TESTS.values()),
-                                              "bootstrap_ci", "paired_bootstrap_ci"}
+                                              "bootstrap_ci", "paired_effect_size"}
 
     parser = build_parser()
     commands = next(a for a in parser._actions if a.dest == "command")

@@ -22,7 +22,7 @@ from duckrank.engines import stats as stats_engine
 
 INF = "'inf'::DOUBLE"
 CALLS = ["randomization_test(x, y)", "wilcoxon(x, y)", "paired_ttest(x, y)",
-         "paired_bootstrap_ci(x, y)", "bootstrap_ci(x)"]
+         "paired_bootstrap_ci(x, y)", "bootstrap_ci(x)", "paired_effect_size(x, y)"]
 
 
 @pytest.fixture(scope="module")

@@ -345,7 +345,8 @@ def test_bootstrap_small_samples(con: duckdb.DuckDBPyConnection) -> None:
 # --- shared rules -----------------------------------------------------------------------------
 
 CALLS = ("paired_ttest(x, y)", "wilcoxon(x, y)", "randomization_test(x, y, trials := 500)",
-         "bootstrap_ci(x, trials := 500)", "paired_bootstrap_ci(x, y, trials := 500)")
+         "bootstrap_ci(x, trials := 500)", "paired_bootstrap_ci(x, y, trials := 500)",
+         "paired_effect_size(x, y, trials := 500)")
 
 
 @pytest.mark.parametrize("call", CALLS)

@@ -17,7 +17,8 @@ from duckrank.reports.compare.report import Report
 from duckrank.reports.compare.scoring import Inputs, _scored
 from duckrank.reports.compare.significance import _report
 from duckrank.stats import REPORT_TESTS
-from duckrank.stats.resampling import BOOTSTRAP_CI, PAIRED_BOOTSTRAP_CI
+from duckrank.stats.effect import PAIRED_EFFECT_SIZE
+from duckrank.stats.resampling import BOOTSTRAP_CI
 
 
 def comparison(con: duckdb.DuckDBPyConnection, inputs: Inputs, options: Options) -> Report:
@@ -28,8 +29,8 @@ def comparison(con: duckdb.DuckDBPyConnection, inputs: Inputs, options: Options)
 
 
 # The statistical tests and intervals a report may call, besides the metrics: every test it
-# offers and the two intervals.
-_REPORT_FUNCTIONS = tuple(sorted({BOOTSTRAP_CI.name, PAIRED_BOOTSTRAP_CI.name,
+# offers, each mean's interval and the differences' (with d_z's).
+_REPORT_FUNCTIONS = tuple(sorted({BOOTSTRAP_CI.name, PAIRED_EFFECT_SIZE.name,
                                   *(test.name for test in REPORT_TESTS.values())}))
 
 
@@ -44,7 +45,7 @@ def compare(
     runs: Mapping[str, Any] | Sequence[str | Path] | Any,
     qrels: Any,
     metrics: Sequence[str] | str,
-    baseline: str | None = None,
+    baseline: str | Sequence[str] | None = None,
     test: str = DEFAULT_TEST,
     alpha: float = 0.05,
     correction: str | None = "holm",
@@ -71,13 +72,19 @@ def compare(
     of run files (each system named by its file's stem), or one run with a system column named by
     ``by``. ``qrels``, ``metrics`` and the column options: as ``duckrank.evaluate``.
 
-    ``baseline``: compare every other system with this one (k - 1 comparisons per metric);
-    without it every pair (k (k - 1) / 2). ``test``: ``'randomization'`` (Fisher's paired
+    ``baseline``: compare every other system with this one (k - 1 comparisons per metric), or
+    with each of several (``["bm25", "dense"]``: a pair of baselines compared once); without it
+    every pair (k (k - 1) / 2). ``test``: ``'randomization'`` (Fisher's paired
     randomization test, ``trials`` sign flips), ``'t'`` (paired t-test) or ``'wilcoxon'``.
-    ``correction``: ``'holm'``, ``'bonferroni'`` or None, over each metric's comparisons; a
-    comparison is significant when its corrected p-value is <= ``alpha``. ``level``: the
-    bootstrap intervals' confidence level (``trials`` resamples; None for none): each system's
-    mean, and with a baseline the paired difference to it. ``seed`` seeds the resampling.
+    ``correction``: a method of statsmodels' ``multipletests`` by its name (``'holm'``,
+    ``'bonferroni'``, ``'sidak'``, ``'holm-sidak'``, ``'simes-hochberg'``, ``'hommel'``,
+    ``'fdr_bh'``, ``'fdr_by'``; ``duckrank.stats.corrections``) or None, over each metric's
+    comparisons; a comparison is significant when its corrected p-value is <= ``alpha``.
+    ``level``: the bootstrap intervals' confidence level (``trials`` resamples; None for none):
+    each system's mean, and with a baseline the paired difference to it and its Cohen's d_z
+    (``paired_effect_size``). ``seed`` seeds the resampling. Every comparison also has d_z
+    and its wins, ties and losses (queries where the system is above, equal to, below the
+    other) in ``frame('comparisons')``.
 
     Every judged query is scored for every system, as ``duckrank.evaluate`` scores it (each
     system's mean is evaluate's for its run): a judged query a system did not rank is an empty
@@ -94,6 +101,8 @@ def compare(
          "rank": rank_column, "grade": grade_column},
         run_columns, qrels_columns,
     )
+    if baseline is not None and not isinstance(baseline, str):
+        baseline = tuple(baseline)
     options = Options(baseline, test, alpha, correction, level, trials, seed)
     options.check()  # before connecting: a typo costs no evaluation
     systems = systems_of(runs, by)

@@ -12,6 +12,7 @@ from typing import Any
 
 from duckrank.render.spelling import PYTHON, Spelling
 from duckrank.stats import REPORT_TESTS
+from duckrank.stats.corrections import BY_NAME, Correction
 from duckrank.stats.record import InReport, StatTest
 
 # test= and --test choose among the statistical tests whose record says how the report runs
@@ -20,8 +21,10 @@ DEFAULT_TEST = "randomization"
 # The report's options that a test's aggregate may take (by the option's name); the intervals
 # take ``level`` too.
 RESAMPLING = ("trials", "seed")
-CORRECTIONS = ("holm", "bonferroni", None)
-CORRECTION_NAMES = {"holm": "Holm", "bonferroni": "Bonferroni"}
+# correction= and --correction: statsmodels' names of its multipletests methods that apply
+# (duckrank.stats.corrections says which do not, and why), Holm first (the default), and None.
+CORRECTIONS = ("holm", *(name for name in BY_NAME if name != "holm"), None)
+CORRECTION_NAMES = {name: c.title for name, c in BY_NAME.items()}
 # Bootstrap resamples and randomization trials: 10,000 bootstrap resamples took 3.7 s per
 # interval at 100,000 users; 1,000 move the ends of a 95% interval by about a tenth of the mean's
 # standard error from one seed to another (docs/compare.md, bootstrap_ci).
@@ -32,7 +35,7 @@ TRIALS = 1000
 class Options:
     """How the systems are compared (see ``compare``)."""
 
-    baseline: str | None = None
+    baseline: str | tuple[str, ...] | None = None
     test: str = DEFAULT_TEST
     alpha: float = 0.05
     correction: str | None = "holm"
@@ -45,10 +48,16 @@ class Options:
             shown = "none" if value is None and spelling.cli else value
             return _error(spelling, f"{spelling.argument(keyword, shown)}: {must}")
 
+        if self.baseline is not None and (
+                not self.baselines or len(set(self.baselines)) < len(self.baselines)
+                or not all(isinstance(name, str) for name in self.baselines)):
+            raise bad("baseline", self.baseline, "must be a system's name, or several different "
+                      "names")
         if self.test not in REPORT_TESTS:
             raise bad("test", self.test, f"must be one of {', '.join(REPORT_TESTS)}")
         if self.correction not in CORRECTIONS:
-            raise bad("correction", self.correction, "must be holm, bonferroni or "
+            named = ", ".join(c for c in CORRECTIONS if c is not None)
+            raise bad("correction", self.correction, f"must be one of {named}, or "
                       + ("none" if spelling.cli else "None"))
         if not (isinstance(self.alpha, int | float) and 0 < self.alpha < 1):
             raise bad("alpha", self.alpha, "must be a number strictly between 0 and 1")
@@ -61,17 +70,28 @@ class Options:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise bad("seed", self.seed, "must be a non-negative integer")
 
+    @property
+    def baselines(self) -> tuple[str, ...]:
+        """The baselines, in the order given: ``baseline`` is one name or several."""
+        if self.baseline is None:
+            return ()
+        return (self.baseline,) if isinstance(self.baseline, str) else tuple(self.baseline)
+
     def pairs(self, systems: Sequence[str], spelling: Spelling = PYTHON
               ) -> list[tuple[int, int]]:
-        """The comparisons made, as (system, other) indexes: each system against the baseline,
-        or every pair."""
+        """The comparisons made, as (system, other) indexes: each system against each baseline
+        (a pair of baselines once, against the one given first), or every pair."""
         if self.baseline is None:
             return [(a, b) for a in range(len(systems)) for b in range(a + 1, len(systems))]
-        if self.baseline not in systems:
-            raise _error(spelling, f"{spelling.argument('baseline', self.baseline)} is not one "
-                         f"of the systems: {', '.join(systems)}")
-        base = systems.index(self.baseline)
-        return [(a, base) for a in range(len(systems)) if a != base]
+        made: list[tuple[int, int]] = []
+        for baseline in self.baselines:
+            if baseline not in systems:
+                raise _error(spelling, f"{spelling.argument('baseline', baseline)} is not one "
+                             f"of the systems: {', '.join(systems)}")
+            base = systems.index(baseline)
+            made += [(a, base) for a in range(len(systems))
+                     if a != base and (base, a) not in made]
+        return made
 
     @property
     def stat_test(self) -> StatTest:
@@ -91,20 +111,40 @@ class Options:
         (trials + 1), as the randomization test's)."""
         return "trials" in self.stat_test.option_names
 
+    @property
+    def corrected(self) -> Correction | None:
+        """The record of ``correction`` (checked by ``check``); None for no correction."""
+        return None if self.correction is None else BY_NAME[self.correction]
+
+    def _smallest_adjusted(self, family: int, trials: int) -> float:
+        """The smallest adjusted p-value a family of ``family`` resampled p-values can have:
+        every p-value the smallest, 1 / (trials + 1)."""
+        assert self.corrected is not None
+        return float(self.corrected.adjust([1 / (trials + 1)] * family).min())
+
     def check_trials(self, family: int, spelling: Spelling = PYTHON) -> None:
         """A resampled test's smallest p-value is 1 / (trials + 1); corrected over ``family``
         comparisons it must still reach alpha, or no mark could ever appear."""
         if not self.resampled or self.correction is None:
             return
-        if family / (self.trials + 1) > self.alpha:
-            needed = math.ceil(family / self.alpha - 1)
+        if self._smallest_adjusted(family, self.trials) > self.alpha:
+            # The fewest trials that reach alpha: the adjusted value falls with the trials,
+            # and Bonferroni's family / alpha - 1 (the most conservative method) always does.
+            low, needed = self.trials, math.ceil(family / self.alpha - 1)
+            while needed - low > 1:
+                middle = (low + needed) // 2
+                if self._smallest_adjusted(family, middle) > self.alpha:
+                    low = middle
+                else:
+                    needed = middle
             raise _error(
                 spelling,
                 f"{spelling.argument('trials', self.trials)} is too few for "
                 f"{_plural(family, 'comparison')} per metric with the "
                 f"{CORRECTION_NAMES[self.correction]} correction at "
-                f"{spelling.argument('alpha', self.alpha)}: the smallest "
-                f"corrected p-value would be {family}/{self.trials + 1}; use at least "
+                f"{spelling.argument('alpha', self.alpha)}: the smallest corrected "
+                f"p-value would be {self._smallest_adjusted(family, self.trials):.3g} (every "
+                f"p-value 1/{self.trials + 1}); use at least "
                 f"{needed} trials"
             )
 

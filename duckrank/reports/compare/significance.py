@@ -1,6 +1,7 @@
 """The comparisons of a report, as SQL on the per-query table: each system's mean and bootstrap
-interval, the test over every (metric, pair of systems), the Holm or Bonferroni correction
-(``adjusted_sql``), the marks, and the ``Report`` they make (``_report``)."""
+interval, the test over every (metric, pair of systems), the correction of each metric's family
+(``duckrank.stats.corrections``, in numpy; ``adjusted_sql`` is the same as SQL for the methods
+that have a SQL form), the marks, and the ``Report`` they make (``_report``)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ from duckrank.render.quoting import quote_identifier
 from duckrank.reports.compare.options import Options, _named, _plural
 from duckrank.reports.compare.report import DIGITS, LETTERS, Report, _plain
 from duckrank.reports.compare.scoring import _long, _Scored
+from duckrank.stats.corrections import Correction
+from duckrank.stats.corrections import correction as correction_of
+from duckrank.stats.effect import PAIRED_EFFECT_SIZE
 from duckrank.stats.record import InReport, StatTest
-from duckrank.stats.resampling import BOOTSTRAP_CI, PAIRED_BOOTSTRAP_CI
+from duckrank.stats.resampling import BOOTSTRAP_CI
 
 
 def _marks(comparisons: list[dict[str, Any]]) -> dict[tuple[int, int], str]:
@@ -33,24 +37,47 @@ def _marks(comparisons: list[dict[str, Any]]) -> dict[tuple[int, int], str]:
 
 def adjusted_sql(tested: str, correction: str | None) -> str:
     """SELECT the rows of ``tested`` (columns metric, a, b, p_value, ...) with ``p_adjusted``:
-    the family is each metric's comparisons with a p-value (m of them). Holm: sorted p(1) <= ...
-    <= p(m), p_adj(i) = min(1, max over j <= i of (m - j + 1) p(j)); Bonferroni: min(1, m p);
-    None: p. A NULL p-value stays NULL."""
-    m = "count(p_value) OVER (PARTITION BY metric)"
+    the family is each metric's comparisons with a p-value (m of them), sorted by p-value (ties
+    by a, b), and the correction is its record's SQL term (``duckrank.stats.corrections``) as a
+    window function: single, or the running maximum (step-down) or minimum (step-up) over that
+    order, capped at 1; None: p. A NULL p-value stays NULL. The report itself corrects in numpy
+    (``Correction.adjust``, every method); this is the same for the methods with a SQL form."""
     if correction is None:
-        adjusted = "p_value"
-    elif correction == "bonferroni":
-        # (least() skips NULLs: a NULL p-value must not become 1.)
-        adjusted = f"CASE WHEN p_value IS NOT NULL THEN least(1.0, {m} * p_value) END"
-    else:
-        order = "PARTITION BY metric ORDER BY p_value NULLS LAST, a, b"
-        step = f"({m} - row_number() OVER ({order}) + 1)"
-        return f"""
-            SELECT * EXCLUDE (duckrank_holm),
-                   CASE WHEN p_value IS NOT NULL THEN least(1.0, max(duckrank_holm) OVER (
-                     {order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) END AS p_adjusted
-            FROM (SELECT *, {step} * p_value AS duckrank_holm FROM {tested})"""
-    return f"SELECT *, {adjusted} AS p_adjusted FROM {tested}"
+        return f"SELECT *, p_value AS p_adjusted FROM {tested}"
+    method = correction_of(correction)
+    if method.sql_term is None:
+        raise ValueError(f"adjusted_sql: correction={correction!r} has no SQL form (see "
+                         "duckrank.stats.corrections); its numpy form is "
+                         f"duckrank.stats.corrections.BY_NAME[{correction!r}].adjust")
+    order = "PARTITION BY metric ORDER BY p_value NULLS LAST, a, b"
+    term = method.sql_term.format(
+        p="p_value", m="count(p_value) OVER (PARTITION BY metric)",
+        i=f"row_number() OVER ({order})")
+    frame = {"down": f"max(duckrank_term) OVER ({order} ROWS BETWEEN UNBOUNDED PRECEDING "
+                     "AND CURRENT ROW)",
+             "up": f"min(duckrank_term) OVER ({order} ROWS BETWEEN CURRENT ROW AND UNBOUNDED "
+                   "FOLLOWING)",
+             "single": "duckrank_term"}[method.shape]
+    # (least() skips NULLs: a NULL p-value must not become 1.)
+    return f"""
+        SELECT * EXCLUDE (duckrank_term),
+               CASE WHEN p_value IS NOT NULL THEN least(1.0, {frame}) END AS p_adjusted
+        FROM (SELECT *, {term} AS duckrank_term FROM {tested})"""
+
+
+def _adjusted(metrics: list[int], p_values: list[float | None],
+              correction: Correction | None) -> list[float | None]:
+    """The adjusted p-values of the comparisons, each metric's family corrected on its own
+    (None stays None and is not in the family)."""
+    p = np.array([np.nan if v is None else v for v in p_values], dtype=np.float64)
+    if correction is None:
+        return [_plain(v) for v in p.tolist()]
+    out = np.full(len(p), np.nan)
+    metric = np.asarray(metrics)
+    for value in np.unique(metric):
+        family = metric == value
+        out[family] = correction.adjust(p[family])
+    return [_plain(v) for v in out.tolist()]
 
 
 def _report(con: duckdb.DuckDBPyConnection, scored: _Scored, o: Options,
@@ -82,10 +109,15 @@ def _report(con: duckdb.DuckDBPyConnection, scored: _Scored, o: Options,
     named = {} if by_variance else _named(test, o)
     test_call = ("struct_pack(variance := var_samp(x.value - y.value))" if by_variance
                  else call(test, "x.value, y.value", named))
-    paired_interval = _named(PAIRED_BOOTSTRAP_CI, o)
-    difference = (f", {call(PAIRED_BOOTSTRAP_CI, 'x.value, y.value', paired_interval)} AS d"
+    # Against a baseline (k - 1 comparisons, a bootstrap each), the intervals of the mean
+    # difference and of d_z: ``paired_effect_size``, whose mean interval is
+    # ``paired_bootstrap_ci``'s digit for digit. d_z itself comes from DuckDB's avg and
+    # stddev_samp for every comparison.
+    paired_interval = _named(PAIRED_EFFECT_SIZE, o)
+    difference = (f", {call(PAIRED_EFFECT_SIZE, 'x.value, y.value', paired_interval)} AS d"
                   if o.level is not None and o.baseline is not None
-                  else ", NULL::STRUCT(ci_low DOUBLE, ci_high DOUBLE) AS d")
+                  else ", NULL::STRUCT(ci_low DOUBLE, ci_high DOUBLE, d_z_low DOUBLE, "
+                  "d_z_high DOUBLE) AS d")
     params: dict[str, Any] = dict(named)
     if o.level is not None and o.baseline is not None:
         params |= paired_interval
@@ -96,23 +128,33 @@ def _report(con: duckdb.DuckDBPyConnection, scored: _Scored, o: Options,
     cells = con.sql(f"""
         SELECT metric, a, b, n, mean_diff, {statistic} AS statistic, {p_value} AS p_value,
                d.ci_low AS ci_low, d.ci_high AS ci_high, {variance} AS variance, lowest,
-               highest, not_finite
+               highest, not_finite, d_z, d.d_z_low AS d_z_low, d.d_z_high AS d_z_high, wins,
+               ties, losses
         FROM (
           SELECT x.metric, p.a, p.b, count(x.value - y.value) AS n,
                  avg(x.value - y.value) AS mean_diff, {test_call} AS t{difference},
                  min(x.value - y.value) AS lowest, max(x.value - y.value) AS highest,
-                 count(*) FILTER (WHERE NOT isfinite(x.value - y.value)) AS not_finite
+                 count(*) FILTER (WHERE NOT isfinite(x.value - y.value)) AS not_finite,
+                 CASE WHEN stddev_samp(x.value - y.value) > 0 THEN avg(x.value - y.value)
+                      / stddev_samp(x.value - y.value) END AS d_z,
+                 count(*) FILTER (WHERE x.value > y.value) AS wins,
+                 count(*) FILTER (WHERE x.value = y.value) AS ties,
+                 count(*) FILTER (WHERE x.value < y.value) AS losses
           FROM (VALUES {', '.join(f'({a}, {b})' for a, b in pairs)}) p(a, b)
           JOIN {per_query} x ON x.system = p.a
           JOIN {per_query} y ON y.system = p.b AND y.query = x.query AND y.metric = x.metric
           GROUP BY ALL)""", params=params).to_arrow_table()
     tested = _tested(cells, o.in_report)
+    tested = tested.append_column("p_adjusted", pa.array(_adjusted(
+        tested["metric"].to_pylist(), tested["p_value"].to_pylist(), o.corrected),
+        pa.float64()))
     name = temporary("registered")
     con.register(name, tested)
     compared = con.sql(f"""
         SELECT metric, a, b, n, mean_diff, statistic, p_value, p_adjusted,
-               coalesce(p_adjusted <= $alpha, false) AS significant, ci_low, ci_high, note
-        FROM ({adjusted_sql(quote_identifier(name), o.correction)}) ORDER BY metric, a, b""",
+               coalesce(p_adjusted <= $alpha, false) AS significant, ci_low, ci_high, note,
+               d_z, d_z_low, d_z_high, wins, ties, losses
+        FROM {quote_identifier(name)} ORDER BY metric, a, b""",
         params={"alpha": o.alpha}).to_arrow_table().to_pylist()
 
     marks = _marks(compared)
@@ -136,6 +178,10 @@ def _report(con: duckdb.DuckDBPyConnection, scored: _Scored, o: Options,
         **{name: pa.array([r[name] for r in compared], pa.float64())
            for name in ("ci_low", "ci_high")},
         "note": pa.array([r["note"] for r in compared], pa.string()),
+        **{name: pa.array([r[name] for r in compared], pa.float64())
+           for name in ("d_z", "d_z_low", "d_z_high")},
+        **{name: pa.array([r[name] for r in compared], pa.int64())
+           for name in ("wins", "ties", "losses")},
     })
     return Report(tuple(systems), tuple(labels), o, summary_table, comparisons_table,
                   _long(con, scored), polars)
@@ -160,9 +206,9 @@ def _tested(cells: pa.Table, test: InReport) -> pa.Table:
     for row in rows:
         row["note"] = None if row["p_value"] is not None else _note(row, test)
     names = ("metric", "a", "b", "n", "mean_diff", "statistic", "p_value", "ci_low", "ci_high",
-             "note")
+             "note", "d_z", "d_z_low", "d_z_high", "wins", "ties", "losses")
     types = {"metric": pa.int64(), "a": pa.int64(), "b": pa.int64(), "n": pa.int64(),
-             "note": pa.string()}
+             "note": pa.string(), "wins": pa.int64(), "ties": pa.int64(), "losses": pa.int64()}
     return pa.table({name: pa.array([r[name] for r in rows], types.get(name, pa.float64()))
                      for name in names})
 
