@@ -6,8 +6,8 @@ The per-query values come from the evaluation (``duckrank.evaluation``: one per 
 with the systems as a ``by`` column); everything after it runs as SQL on the same connection:
 the values in long form, the intervals (``bootstrap_ci``, ``paired_bootstrap_ci``), the tests
 (``paired_ttest``, ``wilcoxon``, ``randomization_test``) over every (metric, pair of systems)
-with ``GROUP BY``, and the Holm or Bonferroni correction as window functions over each metric's
-family of comparisons.
+with ``GROUP BY``, and the chosen correction (``duckrank.stats.corrections``: statsmodels'
+``multipletests`` methods, by its names) over each metric's family of comparisons.
 Python only lays out the few result rows.
 
 The per-query values are ``duckrank.evaluate``'s (``per_user=True``), so a report's means are
