@@ -90,10 +90,10 @@ def test_unranked_judged_users_score_zero_and_are_warned_about() -> None:
     _, partial, qrels = _partial_model()
     with pytest.warns(UnrankedQueries, match=r"2 judged queries have no list in the run: each "
                                              r"is scored as an empty list"):
-        result = duckrank.evaluate(partial, qrels, ["ndcg@2", "P@2", "mrr"])
+        result = duckrank.evaluate(partial, qrels, ["ndcg@2", "p@2", "mrr"])
     assert result[["scored", "unranked"]].values.tolist() == [[2, 2]]
     # P@2: (1/2 + 1/2 + 0 + 0) / 4 (precision's 0/0 on an empty list counts 0)
-    assert result[["ndcg@2", "P@2", "mrr"]].values.tolist() == [[0.5, 0.25, 0.5]]
+    assert result[["ndcg@2", "p@2", "mrr"]].values.tolist() == [[0.5, 0.25, 0.5]]
     with pytest.warns(UnrankedQueries):
         rows = duckrank.evaluate(partial, qrels, ["ndcg@2"], per_user=True)
     assert rows.values.tolist() == [[1, 1.0], [2, 1.0], [3, 0.0], [4, 0.0]]
@@ -149,7 +149,7 @@ def test_ties_break_by_the_ids_text_whatever_the_file_format(tmp_path) -> None:
     run.to_parquet(tmp_path / "run.parquet")
     qrels.to_csv(tmp_path / "qrels.csv", index=False)
     qrels.to_parquet(tmp_path / "qrels.parquet")
-    metrics = ["mrr", "P@1", "ndcg@2"]
+    metrics = ["mrr", "p@1", "ndcg@2"]
     results = []
     for fmt in ("csv", "parquet"):
         for native in (True, False):
@@ -157,11 +157,11 @@ def test_ties_break_by_the_ids_text_whatever_the_file_format(tmp_path) -> None:
             results.append(duckrank.evaluate(tmp_path / f"run.{fmt}", tmp_path / f"qrels.{fmt}",
                                              metrics, connection=con))
             results.append(duckrank.evaluate(tmp_path / f"run.{fmt}", tmp_path / f"qrels.{fmt}",
-                                             ["mrr@3", "P@1"], connection=con))
+                                             ["mrr@3", "p@1"], connection=con))
             con.close()
     for result in results[::2]:
         assert result["mrr"][0] == pytest.approx(1 / 3, abs=1e-15)
-        assert result["P@1"][0] == 0.0
+        assert result["p@1"][0] == 0.0
     for result in results[1::2]:  # the top-K heaps
         assert result["mrr@3"][0] == pytest.approx(1 / 3, abs=1e-15)
 
@@ -219,15 +219,15 @@ def test_precision_over_lists_shorter_than_k_is_warned_about() -> None:
     run = _frame([(1, 1, 2.0), (1, 2, 1.0)] + [(2, i, float(-i)) for i in range(1, 11)],
                  ["user", "item", "score"])
     qrels = _frame([(1, 1), (2, 1)], ["user", "item"])
-    with pytest.warns(ShortLists, match=r"P@10: 1 of the 2 ranked lists are shorter than 10, "
-                                        r".*P\(denominator=k\)@10 gives their number"):
-        result = duckrank.evaluate(run, qrels, ["P@10"])
-    assert result["P@10"][0] == pytest.approx(0.3, abs=1e-15)
+    with pytest.warns(ShortLists, match=r"p@10: 1 of the 2 ranked lists are shorter than 10, "
+                                        r".*p\(denominator=k\)@10 gives their number"):
+        result = duckrank.evaluate(run, qrels, ["p@10"])
+    assert result["p@10"][0] == pytest.approx(0.3, abs=1e-15)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ShortLists)
-        peer = duckrank.evaluate(run, qrels, ["P(denominator=k)@10"])
-        assert duckrank.evaluate(run, qrels, ["P@2"])["P@2"][0] == 0.5  # no list under 2
-    assert peer["P(denominator=k)@10"][0] == pytest.approx(0.1, abs=1e-15)
+        peer = duckrank.evaluate(run, qrels, ["p(denominator=k)@10"])
+        assert duckrank.evaluate(run, qrels, ["p@2"])["p@2"][0] == 0.5  # no list under 2
+    assert peer["p(denominator=k)@10"][0] == pytest.approx(0.1, abs=1e-15)
 
 
 # --- section 3: polars in, polars out ---------------------------------------------------------
@@ -269,10 +269,10 @@ def test_any_cut_off_gives_the_whole_lists_value(native: bool, k: int) -> None:
     con = duckrank.connect(native=native)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ShortLists)
-        result = duckrank.evaluate(run, qrels, [f"ndcg@{k}", f"P@{k}"], connection=con)
+        result = duckrank.evaluate(run, qrels, [f"ndcg@{k}", f"p@{k}"], connection=con)
     con.close()
     assert result[f"ndcg@{k}"][0] == pytest.approx(1 / math.log2(3), abs=1e-15)
-    assert result[f"P@{k}"][0] == 0.5
+    assert result[f"p@{k}"][0] == 0.5
 
 
 def test_unknown_metric_error_lists_the_beyond_accuracy_metrics() -> None:

@@ -9,18 +9,24 @@ is available without code here; two options belong to the evaluation itself:
 grade >= G in the binary reading). Beyond-accuracy requests (``arp@10``, ``rbo(p=0.8)@10``) are
 told apart here (``split_metrics``) and parsed by ``duckrank.engines.beyond_accuracy``.
 
-A ``Convention`` says how an evaluation reads what the metrics leave open: duckrank's own, or
-trec_eval's (``CONVENTIONS``; docs/trec_eval.md).
+A peer's measure name is translated first (``duckrank.evaluation.peer_names``): ir_measures'
+names as it spells them (``nDCG@10``, ``P(rel=2)@5``, ``AP``, ``Judged@10``, ...) and ranx's
+``f1`` and ``hits`` mean what they mean there, whatever the convention.
+
+A ``Convention`` says how an evaluation reads what the metrics leave open: duckrank's own,
+trec_eval's or ir_measures' (``CONVENTIONS``; docs/trec_eval.md, docs/conventions.md).
 """
 
 from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from duckrank.engines.beyond_accuracy import Request, parse_request
+from duckrank.evaluation.peer_names import peer_measure, translate
 from duckrank.metrics import METRICS, by_name
 from duckrank.metrics.inputs import INPUT_KINDS
 from duckrank.metrics.record import Metric, Option
@@ -29,8 +35,9 @@ from duckrank.render.spelling import PYTHON, Spelling
 
 # --- metric requests ------------------------------------------------------------------------------
 
+# A name is a word (``[^\W\d]\w*``: ir_measures' ``α_nDCG`` included).
 _REQUEST = re.compile(
-    r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(?:\((?P<options>[^()]*)\))?\s*(?:@\s*(?P<k>\S+))?\s*$"
+    r"^\s*(?P<name>[^\W\d]\w*)\s*(?:\((?P<options>[^()]*)\))?\s*(?:@\s*(?P<k>\S+))?\s*$"
 )
 
 
@@ -52,8 +59,9 @@ REQUEST_MIN_GRADE = Option("min_grade", 1, "relevant means grade >= min_grade (b
 GRADED_LABEL_OPTIONS = ("gain",)
 # Options whose default is a guess about the data, named in every label that leaves them out:
 # err's max_grade (4, Chapelle's 0..4 scale) scales every value, binary ones too (a hit is worth
-# (2^1 - 1) / 2^4), whatever grades the qrels hold.
-LABEL_OPTIONS = ("max_grade",)
+# (2^1 - 1) / 2^4), whatever grades the qrels hold; the C/W/L measures' max_rel (1: binary
+# qrels) clips every grade above it to gain 1.
+LABEL_OPTIONS = ("max_grade", "max_rel")
 
 
 @dataclass(frozen=True)
@@ -91,7 +99,24 @@ CONVENTIONS = {
         undefined_as_zero=True, float_scores=True, relevant="g >= 1", full_ideal=("ndcg",),
         score_unranked=False,
     ),
+    # ir_measures' reading: trec_eval's (its pytrec_eval provider), except that every judged
+    # query counts: one the run has no list for scores its measure's DEFAULT, 0
+    # (ir_measures/providers/base.py, Evaluator.iter_calc), as an empty list does here. Its
+    # measure names translate to their functions and options under every convention
+    # (duckrank.evaluation.peer_names).
+    "ir_measures": Convention(
+        "ir_measures",
+        {"precision_at": {"denominator": "k"}, "ndcg": {"gain": "linear"},
+         "dcg": {"gain": "linear"}},
+        undefined_as_zero=True, float_scores=True, relevant="g >= 1", full_ideal=("ndcg",),
+        score_unranked=True,
+    ),
 }
+
+
+class PeerConventionWarning(UserWarning):
+    """A peer's measure name (``nDCG@10``) evaluated under duckrank's convention: its per-query
+    values are the peer's, its mean may not be."""
 # C's FLT_MAX: a larger score is an infinite float (DuckDB's cast to FLOAT refuses it).
 FLT_MAX = 3.4028234663852886e38
 
@@ -143,6 +168,7 @@ class MetricRequest:
     written_name: str = ""
     written_options: tuple[tuple[str, str], ...] = ()
     written_k: str | None = None
+    peer: str = ""  # the library whose measure name was written ("ir_measures", "ranx")
 
     def forms(self) -> set[str]:
         """The truth forms of the overloads that take the options given."""
@@ -286,9 +312,19 @@ def parse_metrics(texts: Sequence[str],
                   convention: Convention = CONVENTIONS["duckrank"]) -> list[MetricRequest]:
     """``parse_metric`` of every request after ``expand_metric``, repeated requests once, with
     the ``convention``'s option values where a request sets none."""
-    requests = (parse_metric(one) for text in texts for one in expand_metric(text))
-    return list({r.label: r.with_defaults(convention.options.get(r.name, {}))
-                 for r in requests}.values())
+    requests = list({r.label: r.with_defaults(convention.options.get(r.name, {}))
+                     for r in (parse_metric(one) for text in texts
+                               for one in expand_metric(text))}.values())
+    peers = [r.label for r in requests if r.peer == "ir_measures"]
+    if peers and convention.name == "duckrank":
+        warnings.warn(
+            f"{', '.join(peers)}: ir_measures' measures, each query's value as ir_measures "
+            "computes it where it is defined; where a judged query has no relevant item it is "
+            "NULL and left out of the mean here, 0 and counted there (and nDCG without a "
+            "cut-off ranks every relevant item in its ideal list there, as many as the list "
+            "is long here): convention='ir_measures' reads these as ir_measures does",
+            PeerConventionWarning, stacklevel=4)
+    return requests
 
 
 _BEYOND_NAMES = frozenset(m.name for m in BEYOND_RECORDS)
@@ -323,21 +359,38 @@ def needed_functions(metrics: Sequence[str], convention: str = "duckrank") -> li
     a request or the convention does not parse: then every function is registered and the
     evaluation names the error."""
     try:
-        accuracy, beyond = split_metrics(metrics, convention_named(convention))
+        with warnings.catch_warnings():  # the evaluation warns, once
+            warnings.simplefilter("ignore", PeerConventionWarning)
+            accuracy, beyond = split_metrics(metrics, convention_named(convention))
     except ValueError:
         return None
     names = [*(request.name for request in accuracy), *(request.metric.name for request in beyond)]
     return [*_EVALUATION_FUNCTIONS, *dict.fromkeys(names)]
 
 
+def _peer_request(text: str, match: re.Match) -> MetricRequest | None:
+    """The request for a peer's measure name (``nDCG@10``, ``P(rel=2)@5``: ``peer_names``),
+    labelled as written; None for duckrank's own names."""
+    translated = translate(text.strip(), match["name"], match["options"], match["k"])
+    if translated is None:
+        return None
+    request = parse_metric(translated)
+    peer, _ = peer_measure(match["name"])
+    return replace(request, label=text.strip(), peer=peer)
+
+
 def parse_metric(text: str) -> MetricRequest:  # noqa: C901
-    """Parse ``name[(option=value, ...)][@k]`` against the metric records."""
+    """Parse ``name[(option=value, ...)][@k]`` against the metric records; a peer's measure
+    name (``nDCG@10``, ``P(rel=2)@5``, ``f1@10``) is translated first (``peer_names``)."""
     match = _REQUEST.match(text)
     if match is None:
         raise ValueError(
             f"cannot read metric {text!r}: write name[@k] or name(option=value, ...)[@k], "
             "e.g. ndcg@10 or ndcg(gain=linear)@10"
         )
+    peer = _peer_request(text, match)
+    if peer is not None:
+        return peer
     try:
         record = by_name(match["name"])
     except KeyError:
@@ -390,7 +443,9 @@ def parse_metric(text: str) -> MetricRequest:  # noqa: C901
         values[name] = _option_value(text, known[name], value)
 
     relevance = values.pop("relevance", None)
-    min_grade = values.pop("min_grade", None)
+    # min_grade is the binary reading's where there is one; else the function's own option
+    # (bpref, infap: their MAP truth reads it).
+    min_grade = values.pop("min_grade", None) if "list" in forms else None
     if relevance == "graded" and min_grade is not None:
         raise ValueError(f"metric {text!r}: min_grade sets what counts as relevant in the binary "
                          "reading; it does not go with relevance=graded")

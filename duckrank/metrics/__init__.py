@@ -6,12 +6,23 @@ Every binary metric over hit positions also takes a MAP truth (item -> grade), r
 grade >= min_grade: that overload is derived here from its record
 (``binary.graded_truth_overload``), never written twice. ndcg has its own graded record."""
 
-from duckrank.metrics import binary, correlation, graded, preference, trec_eval
+from duckrank.metrics import (
+    binary,
+    correlation,
+    cwl,
+    diversity,
+    graded,
+    judged_only,
+    peers,
+    preference,
+    trec_eval,
+)
 from duckrank.metrics.record import Metric
 
 _RECORDS: tuple[Metric, ...] = (
     *binary.METRICS, *trec_eval.BINARY, *graded.METRICS, *trec_eval.JUDGED,
-    *preference.METRICS, *correlation.METRICS,
+    *preference.METRICS, *correlation.METRICS, *peers.METRICS, *diversity.METRICS,
+    *cwl.METRICS, *judged_only.METRICS,
 )
 _HAS_MAP_TRUTH = {m.name for m in _RECORDS if m.truth_type.upper().startswith("MAP")}
 

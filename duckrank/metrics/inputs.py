@@ -45,6 +45,7 @@ from duckrank.matching.preferences import (
     match_system_preferences,
     run_preference_kernel,
 )
+from duckrank.matching.subtopics import match_subtopics
 
 # --- Arrow types ---------------------------------------------------------------------------------
 
@@ -111,6 +112,16 @@ def preferences_and_preferences(system: pa.DataType, truth: pa.DataType) -> bool
     return system_ids is not None and truth_ids is not None and _one_kind(*system_ids, *truth_ids)
 
 
+def ids_and_subtopic_qrels(rec: pa.DataType, truth: pa.DataType) -> bool:
+    """Subtopic qrels: a list of structs with fields subtopic, item and grade (items matched as
+    text, so any id type goes)."""
+    return (
+        _is_list(rec) and not pa.types.is_nested(rec.value_type) and _is_list(truth)
+        and pa.types.is_struct(truth.value_type)
+        and {"subtopic", "item", "grade"} <= {f.name for f in truth.value_type}
+    )
+
+
 def ids_and_graded_map(rec: pa.DataType, truth: pa.DataType) -> bool:
     """Keys of another kind than rec's ids are matched by their text form, as in DuckDB."""
     return (
@@ -146,6 +157,12 @@ def _with_min_grade(match: Callable[..., Any]) -> Match:
         return match(rec, truth, cut, min_grade=options.get("min_grade"), function=function)
 
     return matched
+
+
+def _subtopics(rec: pa.Array, truth: pa.Array, cut: np.ndarray | None, function: str,
+               options: Mapping[str, object]) -> Any:
+    return match_subtopics(rec, truth, cut, min_grade=options.get("min_grade", 1),
+                           function=function)
 
 
 def _without_k(match: Callable[..., Any]) -> Match:
@@ -257,6 +274,19 @@ _KINDS = (
         engine="sql", arguments=_GRADED_MAP, accepts=ids_and_graded_map,
         match=_with_min_grade(match_judged),
         native="duckrank.matching.sql.native_top_grades_sql, native_matched_sql",
+    ),
+    InputKind(
+        "subtopics",
+        "subtopic (intent) qrels: truth a LIST of STRUCT(subtopic, item, grade), relevant "
+        "meaning grade >= the ``min_grade`` option (``duckrank.matching.subtopics``). "
+        "Placeholders: ``{pairs}`` a STRUCT(i, s, r) per rank i of rec and subtopic s its item "
+        "is relevant to, r the ranks above i relevant to s (the whole list, rank order), ``{N}`` "
+        "the subtopics with a relevant item, ``{R}`` their relevant items, ``{ideal}`` the "
+        "greedy ideal ranking's gains (with the ``alpha`` option), ``{k}`` the cut-off "
+        "(len(rec) when omitted). ``kernel`` receives a "
+        "``duckrank.matching.subtopics.Subtopics``.",
+        engine="sql", arguments="rec ARRAY<T>, truth ARRAY<STRUCT<subtopic, item T, grade>>",
+        accepts=ids_and_subtopic_qrels, match=_subtopics,
     ),
     InputKind(
         "preferences",

@@ -37,10 +37,11 @@ class Bounds:
     open_low: bool = False
     open_high: bool = False
     nullable: bool = False
+    whole: bool = False  # a whole number (a cut-off or a count), as 2.0 but not 2.5
     in_doc = True  # the reference adds "Must be <text>." to the option's doc
 
     def text(self) -> str:
-        parts = ["a finite number"]
+        parts = ["a whole number" if self.whole else "a finite number"]
         if self.low is not None:
             parts.append(f"{'>' if self.open_low else '>='} {self.low:g}")
         if self.high is not None:
@@ -56,6 +57,8 @@ class Bounds:
             tests.append(f"{value} {'<=' if self.open_low else '<'} {self.low!r}")
         if self.high is not None:
             tests.append(f"{value} {'>=' if self.open_high else '>'} {self.high!r}")
+        if self.whole:
+            tests.append(f"{value} <> floor({value})")
         invalid = " OR ".join(tests)
         return f"({option} IS NOT NULL AND ({invalid}))" if self.nullable else f"({invalid})"
 
@@ -65,7 +68,7 @@ class Bounds:
         if not isinstance(value, numbers.Real) or isinstance(value, bool):
             return False
         number = float(value)
-        if not math.isfinite(number):
+        if not math.isfinite(number) or (self.whole and number != math.floor(number)):
             return False
         if self.low is not None and (number <= self.low if self.open_low else number < self.low):
             return False

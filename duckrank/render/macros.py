@@ -33,6 +33,7 @@ from duckrank.matching.sql import (
     top_grades_match_sql,
     top_grades_sql,
 )
+from duckrank.matching.subtopics import ideal_gains_sql, subtopics_sql
 from duckrank.metrics import METRICS
 from duckrank.metrics.inputs import check_engine
 from duckrank.metrics.record import Choice, Metric, option_errors_sql
@@ -326,9 +327,29 @@ def _given_grades_body(metric: Metric, native: bool) -> str:
 
 # The macro body of each input kind DuckDB runs in pure SQL (``InputKind.engine == "sql"``); a
 # kind of that engine without a body here fails at import.
+def _subtopics_body(metric: Metric, native: bool) -> str:
+    """An intent-aware measure (``inputs="subtopics"``, duckrank.metrics.diversity): the row's
+    match (``subtopics_sql``) and cut-off bound once by a lambda over a one-element list; the
+    greedy ideal ranking only for the records that read ``{ideal}``. SQL only: the native step
+    does not read subtopic qrels."""
+    name = f"'{metric.name}'"
+    cut = f"duckrank_cutoff({name}, rec, k)"
+    value = metric.sql.format(
+        N="sx.m.N", R="sx.m.R", pairs="sx.m.pairs", k="sx.k",
+        ideal=ideal_gains_sql("sx.m.candidates", "sx.m.N", "alpha"),
+    )
+    match = subtopics_sql(name, "rec", "truth", "min_grade")
+    checks = _option_checks(metric)
+    whens = "".join(f"WHEN {condition} THEN {error} " for condition, error in checks)
+    return (
+        f"CASE {whens}WHEN rec IS NULL OR truth IS NULL OR {cut} IS NULL THEN NULL ELSE "
+        f"list_transform([{{'m': {match}, 'k': {cut}}}], lambda sx: {value})[1] END"
+    )
+
+
 BODIES = {
     "hits": _hits_body, "grades": _truth_grades_body, "grade_lists": _given_grades_body,
-    "graded_hits": _relevant_hits_body, "judged": _judged_body,
+    "graded_hits": _relevant_hits_body, "judged": _judged_body, "subtopics": _subtopics_body,
 }
 check_engine(__name__, "sql", BODIES)
 

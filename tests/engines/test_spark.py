@@ -126,6 +126,7 @@ SHAPES = {
     "preferences string": {"preferences"},
     "system preferences bigint": {"system_preferences"},
     "system preferences string": {"system_preferences"},
+    "subtopics": {"subtopics"},
 }
 
 
@@ -161,6 +162,18 @@ def eval_tables() -> dict[str, pa.Table]:
     tables["grade lists"] = pa.table({
         "uid": uid, "rec": _grade_lists(rng, USERS, 15, structs=True),
         "truth": _grade_lists(rng, USERS, 6, structs=False), "k": k,
+    })
+    # Subtopic qrels (the intent-aware measures): each judged item under one or two of three
+    # subtopics, with grades 0..2.
+    tables["subtopics"] = pa.table({
+        "uid": uid, "rec": _as_text(rec),
+        "truth": pa.array(
+            [[{"subtopic": f"s{(i + j) % 3}", "item": str(i), "grade": float(i % 3)}
+              for i in rng.choice(ITEMS, rng.integers(0, 7), replace=False).tolist()
+              for j in range(1 + i % 2)] for _ in range(USERS)],
+            pa.list_(pa.struct([("subtopic", pa.string()), ("item", pa.string()),
+                                ("grade", pa.float64())]))),
+        "k": k,
     })
     assert set(tables) == set(SHAPES)
     return tables

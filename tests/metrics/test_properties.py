@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 import duckrank
 from duckrank.matching.arrays import match_grade_lists, match_grades, match_hits
-from duckrank.metrics import METRICS, trec_eval
+from duckrank.metrics import METRICS, cwl, diversity, judged_only, peers, trec_eval
 from duckrank.metrics.preference import DISCOUNTS
 
 VECTOR_SIZE = 2048
@@ -963,6 +963,11 @@ def test_every_metric_and_hivemall_function_has_a_property():
                                                  *CORRELATIONS}
     # The trec_eval measures are checked against trec_eval's own code (pytrec-eval-terrier).
     covered |= {m.name for m in (*trec_eval.BINARY, *trec_eval.JUDGED)}
+    # ir_measures' families are checked against the tools ir_measures runs, query by query:
+    # pyndeval (tests/metrics/test_diversity.py), cwl_eval (test_cwl.py), ir_measures, ranx and
+    # trec_eval 10.0 (test_peer_measures.py, test_judged_only.py, tests/test_ir_measures_names.py).
+    covered |= {m.name for m in (*peers.METRICS, *diversity.METRICS, *cwl.METRICS,
+                                 *judged_only.METRICS)}
     assert covered == {m.name for m in METRICS}
     hivemall_functions = {
         row[0] for row in duckrank.connect().execute(

@@ -139,6 +139,14 @@ def _cases(seed: int = 21, rows: int = 300) -> pa.Table:
             pa.list_(pa.struct([("grade", pa.float64()), ("item", pa.int64())]))),
         "truth_grades": pa.array([None if g is None else list(g.values()) for g in grades],
                                  pa.list_(pa.float64())),
+        # Subtopic qrels (the intent-aware measures): each judged item under one or two of
+        # three subtopics, with the grades above.
+        "subtopics": pa.array(
+            [None if g is None else
+             [{"subtopic": f"s{(x + j) % 3}", "item": f"d{x}", "grade": v}
+              for x, v in g.items() for j in range(1 + x % 2)] for g in grades],
+            pa.list_(pa.struct([("subtopic", pa.string()), ("item", pa.string()),
+                                ("grade", pa.float64())]))),
         "k": pa.array(ks, pa.int64()),
     })
 
@@ -217,6 +225,8 @@ def _arguments(metric: Metric) -> list[tuple[str, str]]:
     """(rec, truth) columns of ``_cases`` for a metric record."""
     if metric.inputs == "grade_lists":
         return [("rec_grades", "truth_grades")]
+    if metric.inputs == "subtopics":
+        return [("rec", "subtopics")]
     if metric.truth_type.upper().startswith("MAP"):
         return [("rec", "grades")]
     if metric.inputs in ("hits", "grades"):
