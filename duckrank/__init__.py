@@ -6,10 +6,39 @@
     0.6131471927654...
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from duckrank._version import __version__
-from duckrank.engines.duckdb import connect, register
-from duckrank.evaluation import evaluate
-from duckrank.hivemall.translate import hive_sql
-from duckrank.reports.compare import compare
+
+if TYPE_CHECKING:
+    from duckrank.engines.duckdb import connect, register
+    from duckrank.evaluation import evaluate
+    from duckrank.hivemall.translate import hive_sql
+    from duckrank.reports.compare import compare
+
+# Each public name and the module that defines it, imported on first use (PEP 562): `import
+# duckrank` then costs about `import duckdb` alone, and `import duckrank.x` (the command line,
+# a submodule) does not pay for numpy, pyarrow and every record of the package (issue 32).
+_LAZY = {
+    "connect": "duckrank.engines.duckdb",
+    "register": "duckrank.engines.duckdb",
+    "evaluate": "duckrank.evaluation",
+    "hive_sql": "duckrank.hivemall.translate",
+    "compare": "duckrank.reports.compare",
+}
 
 __all__ = ["__version__", "compare", "connect", "evaluate", "hive_sql", "register"]
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'duckrank' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -6,6 +6,8 @@
   means with bootstrap intervals and significance marks (``duckrank.compare``).
 * ``duckrank plot RUN... QRELS -m ndcg@10 --kind curves -o curves.png``: the per-query values of
   the same comparison drawn (``duckrank.reports.plots``; needs matplotlib).
+* ``duckrank report RUN... QRELS -m ndcg@10 -o report.html``: the same comparison as one
+  self-contained HTML page (``duckrank.reports.html_report``).
 * ``duckrank beyond RUN -m catalog_coverage@10 --train TRAIN ...``: beyond-accuracy metrics
   (coverage, novelty, diversity, list similarity, IPS-weighted accuracy) of a run
   (``duckrank.reports.beyond_accuracy``).
@@ -28,48 +30,23 @@ import math
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from importlib import resources
-from typing import Any, TextIO, TypeVar
-
-import duckdb
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from duckrank._version import __version__
-from duckrank.engines import beyond_accuracy as beyond_engine
-from duckrank.engines.duckdb import connect
-from duckrank.evaluation import (
-    CONVENTIONS,
-    ID_MODES,
-    QRELS_ROLES,
-    RUN_ROLES,
-    ColumnNames,
-    DroppedRows,
-    SideInputs,
-    column_names,
-    evaluation,
-    reader_columns,
-)
-from duckrank.files.runs import FILE_FORMATS, file_format, read_file
-from duckrank.files.trec import check_order
-from duckrank.matching import native
-from duckrank.metrics import METRICS
 from duckrank.render.spelling import COMMAND_LINE
-from duckrank.reports import experiment, trec_eval
-from duckrank.reports.beyond_accuracy import beyond_accuracy
-from duckrank.reports.compare import (
-    CORRECTIONS,
-    DEFAULT_TEST,
-    DIGITS,
-    TRIALS,
-    Inputs,
-    Options,
-    Systems,
-    comparison,
-    per_query,
-    systems_of,
-)
-from duckrank.reports.plots import KINDS as PLOT_KINDS
-from duckrank.reports.plots import draw, figure_class, output_format
-from duckrank.stats import REPORT_TESTS
+
+# Start-up (issue 32): `duckrank --help` and `--version` import no more than they print, and a
+# command imports only what it uses, inside its functions; `build_parser` adds the arguments of
+# the command being run only (``Command``). duckdb, numpy, pyarrow and the records are imported
+# by the commands that use them.
+if TYPE_CHECKING:
+    import duckdb
+
+    from duckrank.evaluation import ColumnNames
+    from duckrank.matching import native
+    from duckrank.reports.compare import Inputs, Systems
 
 FORMATS = ("table", "csv", "json")
 # `long`: one CSV row per (system or --by group, query, metric, value), as trec_eval -q and
@@ -151,8 +128,13 @@ def long_rows(columns: Sequence[str], keys: int, rows: Iterable[Sequence[Any]]
             yield (*head, metric, value)
 
 
-def _connection(database: str = ":memory:") -> duckdb.DuckDBPyConnection:
-    con = connect(database)
+def _connection(database: str = ":memory:", functions: Sequence[str] | None = None
+                ) -> duckdb.DuckDBPyConnection:
+    """A connection with duckrank registered: every function, or just ``functions`` (with
+    their helpers, TEMP macros; ``duckrank.connect``)."""
+    from duckrank.engines.duckdb import connect
+
+    con = connect(database, functions=functions)
     # DuckDB draws its progress bar on stdout, after two seconds of a query: on a terminal only,
     # never into a pipe or a file.
     show = "true" if sys.stdout.isatty() else "false"
@@ -180,6 +162,8 @@ def _pairs(values: Sequence[str], flag: str, roles: Sequence[str]) -> dict[str, 
 
 
 def _names(args: argparse.Namespace) -> ColumnNames:
+    from duckrank.evaluation import QRELS_ROLES, RUN_ROLES, column_names
+
     return column_names(
         {"query": args.query_column, "item": args.item_column, "score": args.score_column,
          "rank": args.rank_column, "grade": args.grade_column},
@@ -191,6 +175,9 @@ def _names(args: argparse.Namespace) -> ColumnNames:
 
 def _read(con: duckdb.DuckDBPyConnection, args: argparse.Namespace, path: str, kind: str,
           names: ColumnNames) -> duckdb.DuckDBPyRelation:
+    from duckrank.evaluation import reader_columns
+    from duckrank.files.runs import read_file
+
     roles = names.run if kind == "run" else names.qrels
     fmt = args.run_format if kind == "run" else args.qrels_format
     return read_file(con, path, kind, fmt, reader_columns(roles), glob=args.glob)
@@ -203,36 +190,45 @@ def _write_warnings(command: str, caught: Sequence[warnings.WarningMessage]) -> 
 
 
 def _evaluate(args: argparse.Namespace) -> None:
+    from duckrank.evaluation import DroppedRows, SideInputs, evaluation, needed_functions
+    from duckrank.files.runs import file_format
+    from duckrank.files.trec import check_order
+
     names = _names(args)
     if not args.glob and all(
             (fmt if fmt != "auto" else file_format(path)) == "trec"
             for fmt, path in ((args.run_format, args.run), (args.qrels_format, args.qrels))):
         check_order(args.run, args.qrels, "duckrank evaluate RUN QRELS (duckrank trec_eval "
                     "takes QRELS RUN, as trec_eval does)")
-    con = _connection()
+    # Only the functions the metrics call: the others would cost most of a small file's time.
+    con = _connection(functions=needed_functions(args.metric, args.convention))
     run = _read(con, args, args.run, "run", names)
     qrels = _read(con, args, args.qrels, "qrels", names)
     long = args.format == LONG
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, ExitStack() as stack:
         warnings.simplefilter("always", DroppedRows)
         side = SideInputs(args.other, args.train, args.catalog, args.catalog_size,
-                          args.embeddings, args.categories, args.propensities)
-        with evaluation(con, run, qrels, args.metric, args.by, args.per_user or long, names,
-                        args.ids, COMMAND_LINE, convention=args.convention,
-                        side=side) as result:
-            _write_warnings("evaluate", caught)
-            if long:
-                keys = len(args.by) + 1  # the --by columns and the query column
-                columns = [*result.columns[:keys], "metric", "value"]
-                rows = long_rows(result.columns, keys, result.rows(BATCH))
-                first = list(itertools.islice(rows, BATCH))
-                write_result(columns, itertools.chain(first, rows), "csv", sys.stdout)
-            else:
-                _write_rows(result.columns, result.rows(BATCH), args)
+                          args.embeddings, args.categories, args.propensities, args.item_groups)
+        # The evaluation computes when entered; the bar is erased before anything is written.
+        with _progress(con, args):
+            result = stack.enter_context(evaluation(
+                con, run, qrels, args.metric, args.by, args.per_user or long, names, args.ids,
+                COMMAND_LINE, convention=args.convention, side=side))
+        _write_warnings("evaluate", caught)
+        if long:
+            keys = len(args.by) + 1  # the --by columns and the query column
+            columns = [*result.columns[:keys], "metric", "value"]
+            rows = long_rows(result.columns, keys, result.rows(BATCH))
+            first = list(itertools.islice(rows, BATCH))
+            write_result(columns, itertools.chain(first, rows), "csv", sys.stdout)
+        else:
+            _write_rows(result.columns, result.rows(BATCH), args)
 
 
 def _inputs(args: argparse.Namespace, con: duckdb.DuckDBPyConnection,
             systems: Systems) -> Inputs:
+    from duckrank.reports.compare import Inputs
+
     names = _names(args)
     qrels = _read(con, args, args.qrels, "qrels", names)
     # The runs stay paths: compare reads them (parsing text files once for its several scans).
@@ -243,6 +239,8 @@ def _inputs(args: argparse.Namespace, con: duckdb.DuckDBPyConnection,
 def _files(args: argparse.Namespace) -> Systems:
     """The RUN files: one system per file (named by its stem), or with --by one file holding
     every system (checked before anything is read)."""
+    from duckrank.reports.compare import systems_of
+
     return systems_of(args.runs[0] if args.by and len(args.runs) == 1 else args.runs, args.by,
                       COMMAND_LINE)
 
@@ -250,22 +248,47 @@ def _files(args: argparse.Namespace) -> Systems:
 def _scored(args: argparse.Namespace, work: Callable[[duckdb.DuckDBPyConnection, Inputs], T]
             ) -> T:
     """``work`` on the inputs, with the evaluation's warnings on stderr."""
+    from duckrank.evaluation import DroppedRows
+    from duckrank.reports.compare.api import _needed_functions
+
     files = _files(args)
-    con = _connection()
-    with warnings.catch_warnings(record=True) as caught:
+    # What duckrank.compare registers: the metrics' functions and the report's aggregates.
+    con = _connection(functions=_needed_functions(args.metric))
+    with warnings.catch_warnings(record=True) as caught, _progress(con, args):
         warnings.simplefilter("always", DroppedRows)
         done = work(con, _inputs(args, con, files))
     _write_warnings(args.command, caught)
     return done
 
 
-def _compare(args: argparse.Namespace) -> None:
+def _progress(con: duckdb.DuckDBPyConnection, args: argparse.Namespace) -> Any:
+    """The bar of ``duckrank COMMAND`` on stderr while ``con`` works (on a terminal only;
+    ``duckrank.reports.progress.watch``); with --quiet none, DuckDB's own on stdout included."""
+    from duckrank.reports.progress import watch
+
+    quiet = getattr(args, "quiet", False)
+    if quiet:
+        con.execute("SET enable_progress_bar_print = false")
+    return watch(con, f"duckrank {args.command}", quiet=quiet)
+
+
+def _options(args: argparse.Namespace) -> Any:
+    """compare's and report's ``Options``, checked before anything is read."""
+    from duckrank.reports.compare import Options
+
     options = Options(
         baseline=args.baseline, test=args.test, alpha=args.alpha,
         correction=None if args.correction == "none" else args.correction, level=args.level,
         trials=args.trials, seed=args.seed,
     )
-    options.check(COMMAND_LINE)  # before anything is read
+    options.check(COMMAND_LINE)
+    return options
+
+
+def _compare(args: argparse.Namespace) -> None:
+    from duckrank.reports.compare import DIGITS, comparison, per_query
+
+    options = _options(args)
     if args.format == LONG:  # the per-query values only: no tests, no intervals
         values = _scored(args, lambda con, inputs: per_query(con, inputs, args.baseline))
         write_result(values.column_names, zip(*(c.to_pylist() for c in values.columns),
@@ -284,6 +307,9 @@ def _compare(args: argparse.Namespace) -> None:
 def _plot(args: argparse.Namespace) -> None:
     # What can fail without the data fails before the evaluation: the output's suffix,
     # matplotlib, and (in per_query) --baseline.
+    from duckrank.reports.compare import per_query
+    from duckrank.reports.plots import draw, figure_class, output_format
+
     output_format(args.output, COMMAND_LINE)
     try:
         figure_class()
@@ -296,6 +322,26 @@ def _plot(args: argparse.Namespace) -> None:
     draw(values, args.output, args.kind, args.plot_metric, args.baseline,
          spelling=COMMAND_LINE)
     sys.stderr.write(f"duckrank plot: wrote {args.output}\n")
+
+
+def _report(args: argparse.Namespace) -> None:
+    """compare's work, then the HTML page: the listed queries' rankings are read on the same
+    connection (the runs as compare read them) and the page written to --output."""
+    from duckrank.reports.compare import comparison
+    from duckrank.reports.html_report import check_output, page_data, ranking_depth, write_html
+    from duckrank.reports.rankings import read_rankings
+
+    check_output(args.output, COMMAND_LINE)  # before anything is read
+    options = _options(args)
+
+    def work(con: duckdb.DuckDBPyConnection, inputs: Inputs) -> tuple[Any, Any, Any]:
+        report = comparison(con, inputs, options)
+        data = page_data(report, args.shown)
+        return report, data, read_rankings(con, inputs, data.listed, ranking_depth(report))
+
+    report, data, rankings = _scored(args, work)
+    write_html(report, args.output, rankings, data=data, digits=args.digits)
+    sys.stderr.write(f"duckrank report: wrote {args.output}\n")
 
 
 def _sql(args: argparse.Namespace) -> None:
@@ -315,6 +361,10 @@ def _native_line(status: native.Status) -> str:
 def _doctor(args: argparse.Namespace) -> None:
     """What a bug report needs: versions, and which matching step ``duckrank.connect()`` gets and
     why (exit status 0 either way: the SQL step gives the same numbers)."""
+    import duckdb
+
+    from duckrank.matching import native
+
     sys.stdout.write(
         f"duckrank {__version__}\nduckdb {duckdb.__version__}\n"
         f"python {sys.version.split()[0]}\n{_native_line(native.status())}\n"
@@ -332,6 +382,10 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="show the versions and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        import duckdb
+
+        from duckrank.matching import native
+
         state = "active" if native.status().active else "off, see duckrank doctor"
         sys.stdout.write(f"duckrank {__version__} (duckdb {duckdb.__version__}; native matching "
                          f"step: {state})\n")
@@ -339,20 +393,11 @@ class _VersionAction(argparse.Action):
 
 
 def _metrics(args: argparse.Namespace) -> None:
-    rows = []
-    for metric in METRICS:
-        options = ", ".join(
-            f"{o.name}={o.default}" + (f" ({'|'.join(o.choices)})" if o.choices else "")
-            for o in metric.options
-        )
-        truth = metric.truth_type or "LIST"
-        rows.append((metric.name, ", ".join(metric.aliases), metric.inputs, truth, options,
-                     metric.summary))
-    write_result(("metric", "aliases", "input", "truth", "options", "summary"), rows,
-                 args.format, sys.stdout)
+    from duckrank.reports.listing import metric_listing
 
+    listing = metric_listing()  # what a notebook shows too
+    write_result(listing.columns, listing.rows, args.format, sys.stdout)
 
-DATA = resources.files("duckrank") / "data"
 
 DEMOS = (
     (
@@ -375,16 +420,19 @@ DEMOS = (
 
 
 def _demo(args: argparse.Namespace) -> None:
-    parser = build_parser()
+    from importlib import resources
+
+    data = resources.files("duckrank") / "data"
+    parser = build_parser(["evaluate"])
     for title, files, metrics, extra in DEMOS:
-        with resources.as_file(DATA / files[0]) as run, resources.as_file(DATA / files[1]) as qrels:
+        with resources.as_file(data / files[0]) as run, resources.as_file(data / files[1]) as qrels:
             shown = ["duckrank evaluate", *files, *(f"-m {m}" for m in metrics), *extra]
             sys.stdout.write(f"{title}:\n$ {' '.join(shown)}\n")
             sys.stdout.flush()
             argv = ["evaluate", str(run), str(qrels), *(f"--metric={m}" for m in metrics), *extra]
             _evaluate(parser.parse_args(argv))
             sys.stdout.write("\n")
-    sys.stdout.write(f"The sample files are in {DATA}.\n")
+    sys.stdout.write(f"The sample files are in {data}.\n")
 
 
 # --- arguments -----------------------------------------------------------------------------------
@@ -419,6 +467,9 @@ def _metric_option(parser: argparse.ArgumentParser) -> None:
 
 def _input_options(parser: argparse.ArgumentParser) -> None:
     """How the run and qrels files are read: column names, id comparison, formats, globs."""
+    from duckrank.evaluation import ID_MODES, QRELS_ROLES, RUN_ROLES
+    from duckrank.files.runs import FILE_FORMATS
+
     parser.add_argument("--query-column", "--user-column", default=None,
                         help="query (user) column of both files (default: query, else user)")
     parser.add_argument("--item-column", default=None, help="item column (default: item)")
@@ -456,8 +507,10 @@ def _input_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_evaluate(commands: Any) -> None:
+    from duckrank.evaluation import CONVENTIONS
+
     evaluate = commands.add_parser(
-        "evaluate", help="score a run against judgments (qrels)",
+        "evaluate",
         description="Score a run (one row per query, item, score) against judgments (one row "
         "per query, item, grade). Files are Parquet, CSV/TSV or TREC (qid Q0 docid rank score "
         "tag / qid 0 docid grade), chosen by extension (TREC when neither). Prints the mean of "
@@ -479,6 +532,7 @@ def _add_evaluate(commands: Any) -> None:
     _input_options(evaluate)
     _side_options(evaluate)
     _output_options(evaluate, (*FORMATS, LONG))
+    _quiet_option(evaluate)
     evaluate.set_defaults(handler=_evaluate)
 
 
@@ -510,42 +564,95 @@ def _comparison_inputs(parser: argparse.ArgumentParser) -> None:
 def _test_help() -> str:
     """--test's help, from the records of the tests the report runs: "randomization (Fisher's,
     --trials sign flips; default), t (paired t-test) or wilcoxon (signed-rank)"."""
+    from duckrank.reports.compare import DEFAULT_TEST
+
     said = [f"{alias} ({test.report.help}{'; default' if alias == DEFAULT_TEST else ''})"
-            for alias, test in REPORT_TESTS.items() if test.report is not None]
+            for alias, test in _report_tests().items() if test.report is not None]
     return said[0] if len(said) == 1 else f"{', '.join(said[:-1])} or {said[-1]}"
 
 
 def _add_compare(commands: Any) -> None:
+    from duckrank.reports.compare import DIGITS
+
     compare = commands.add_parser(
-        "compare", help="compare systems: means, intervals and significance marks",
+        "compare",
         description="Score several systems on the same queries: each system's mean of each "
         "metric with a percentile bootstrap interval, and a superscript letter for each system "
         "it beats significantly (against --baseline, or pairwise), corrected over each metric's "
         "comparisons. A judged query a system did not rank scores 0 for it (as trec_eval -c).",
     )
     _comparison_inputs(compare)
-    compare.add_argument("--test", choices=tuple(REPORT_TESTS), default=DEFAULT_TEST,
-                         help=_test_help())
-    compare.add_argument("--alpha", type=float, default=0.05,
-                         help="significance level (default: 0.05)")
-    compare.add_argument("--correction", default="holm",
-                         choices=[c or "none" for c in CORRECTIONS],
-                         help="over each metric's comparisons (default: holm)")
-    compare.add_argument("--level", type=_level, default=0.95,
-                         help="confidence level of the bootstrap intervals, or none (default: "
-                         "0.95)")
-    compare.add_argument("--trials", type=int, default=TRIALS,
-                         help=f"bootstrap resamples and randomization trials (default: {TRIALS})")
-    compare.add_argument("--seed", type=int, default=0, help="seed of the resampling")
+    _test_options(compare)
     _output_options(compare, REPORT_FORMATS, f"{DIGITS}")
+    _quiet_option(compare)
     compare.set_defaults(handler=_compare)
 
 
+def _test_options(parser: argparse.ArgumentParser) -> None:
+    """How compare and report test: --test, --alpha, --correction, --level, --trials, --seed."""
+    from duckrank.reports.compare import CORRECTIONS, DEFAULT_TEST, TRIALS
+
+    parser.add_argument("--test", choices=tuple(_report_tests()), default=DEFAULT_TEST,
+                        help=_test_help())
+    parser.add_argument("--alpha", type=float, default=0.05,
+                        help="significance level (default: 0.05)")
+    parser.add_argument("--correction", default="holm",
+                        choices=[c or "none" for c in CORRECTIONS],
+                        help="over each metric's comparisons (default: holm)")
+    parser.add_argument("--level", type=_level, default=0.95,
+                        help="confidence level of the bootstrap intervals, or none (default: "
+                        "0.95)")
+    parser.add_argument("--trials", type=int, default=TRIALS,
+                        help=f"bootstrap resamples and randomization trials (default: {TRIALS})")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling")
+
+
+def _quiet_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bar (it is drawn on stderr, on a terminal only)")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text!r}")
+    return value
+
+
+def _add_report(commands: Any) -> None:
+    from duckrank.reports.compare import DIGITS
+    from duckrank.reports.html_report import SHOWN
+
+    report = commands.add_parser(
+        "report",
+        description="The comparison of duckrank compare as one self-contained HTML page (no "
+        "network): the systems x metrics table with significance marks, the comparisons' "
+        "p-values, metric@k curves, per-query differences against --baseline (else the first "
+        "system) sorted by size, and a chosen query's two rankings side by side with the judged "
+        "items marked.",
+    )
+    _comparison_inputs(report)
+    _test_options(report)
+    report.add_argument("-o", "--output", required=True, help="the page: a .html path")
+    report.add_argument("--shown", type=_positive, default=SHOWN, metavar="N",
+                        help=f"the largest gains and losses listed per metric and system, whose "
+                        f"rankings the page shows (default: {SHOWN})")
+    report.add_argument("--digits", type=_digits, default=DIGITS, metavar=f"0..{MAX_DIGITS}",
+                        help=f"decimals shown (default: {DIGITS})")
+    _quiet_option(report)
+    report.set_defaults(handler=_report)
+
+
 def _add_plot(commands: Any) -> None:
+    from duckrank.reports.plots import KINDS as PLOT_KINDS
+
     plot = commands.add_parser(
-        "plot", help="draw a comparison: metric@k curves, distributions, differences",
+        "plot",
         description="Draw the per-query values of a comparison (the inputs of duckrank "
-        "compare) to a PNG or SVG file; needs matplotlib (pip install 'duckrank[plots]').",
+        "compare) to a PNG, SVG or PDF file; needs matplotlib (pip install 'duckrank[plots]').",
     )
     _comparison_inputs(plot)
     plot.add_argument("--kind", choices=PLOT_KINDS, default="curves",
@@ -555,7 +662,9 @@ def _add_plot(commands: Any) -> None:
     plot.add_argument("--plot-metric", default=None, metavar="METRIC",
                       help="what to draw when -m gives several: a family for curves (ndcg, "
                       "for ndcg@1,5,10), a column label otherwise (ndcg@10)")
-    plot.add_argument("-o", "--output", required=True, help="the picture: a .png or .svg path")
+    plot.add_argument("-o", "--output", required=True,
+                      help="the picture: a .png, .svg or .pdf path")
+    _quiet_option(plot)
     plot.set_defaults(handler=_plot)
 
 
@@ -574,9 +683,13 @@ def _side_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--categories", help="item categories (item, category)")
     group.add_argument("--propensities", help="item propensities (item, propensity) for "
                        "ips_*; without it they are estimated from --train")
+    group.add_argument("--item-groups", help="item groups (item, group) for reo, rsp")
 
 
 def _beyond(args: argparse.Namespace) -> None:
+    from duckrank.engines import beyond_accuracy as beyond_engine
+    from duckrank.reports.beyond_accuracy import beyond_accuracy
+
     tables = {name: getattr(args, name) for name in beyond_engine.SIDE_TABLES}
     result = beyond_accuracy(
         args.run, args.metric, qrels=args.qrels, other=args.other,
@@ -589,8 +702,10 @@ def _beyond(args: argparse.Namespace) -> None:
 
 
 def _add_beyond(commands: Any) -> None:
+    from duckrank.engines import beyond_accuracy as beyond_engine
+
     beyond = commands.add_parser(
-        "beyond", help="beyond-accuracy metrics of a run (coverage, novelty, diversity, ...)",
+        "beyond",
         description="Beyond-accuracy metrics of a run (one row per user, item, score): the "
         "macros of docs/beyond-accuracy.md, catalogue metrics over the whole run, per-user ones "
         "averaged over its users. Files are Parquet or CSV.",
@@ -617,9 +732,12 @@ def _add_beyond(commands: Any) -> None:
 
 def _trec_eval(args: argparse.Namespace) -> int:
     """Print trec_eval's output for parsed ``args``; errors go to stderr, exit status 1."""
-    options = trec_eval.Options(args.per_query, args.complete, args.summary, args.max_docs,
-                                args.level)
+    import duckdb
+
+    from duckrank.reports import trec_eval
+
     try:
+        options = trec_eval.options_from_flags(args)
         trec_eval.write_lines(args.qrels, args.run, args.measures, options)
     except (ValueError, duckdb.Error) as error:
         sys.stderr.write(f"duckrank trec_eval: {error}\n")
@@ -631,7 +749,7 @@ def _add_trec_eval(commands: Any) -> None:
     """``duckrank trec_eval``: trec_eval's flags, short and long (``duckrank.reports.trec_eval``
     does the work)."""
     parser = commands.add_parser(
-        "trec_eval", help="trec_eval's command: its measures, flags and output",
+        "trec_eval",
         description="Evaluate a TREC run against qrels and print what trec_eval prints "
         "(measure, query, value lines). Without -m: trec_eval's official measures. See "
         "docs/trec_eval.md.",
@@ -654,11 +772,28 @@ def _add_trec_eval(commands: Any) -> None:
                         default=None, metavar="N", help="keep the first N documents per query")
     parser.add_argument("-l", "--level_for_rel", dest="level", type=int, default=1,
                         metavar="N", help="relevant means grade >= N (default 1)")
+    parser.add_argument("-J", "--Judged_docs_only", dest="judged_only", action="store_true",
+                        help="drop the unjudged documents of each ranking (after -M)")
+    parser.add_argument("-N", "--Number_docs_in_coll", dest="num_docs", type=int, default=0,
+                        metavar="N", help="documents in the collection (utility's 4th term)")
+    parser.add_argument("-Z", "--Zscore", dest="zscores", metavar="FILE",
+                        help="print z-scores by FILE's 'qid measure mean stddev' lines")
+    parser.add_argument("-R", "--Rel_info_format", dest="rel_info_format", default="qrels",
+                        metavar="FORMAT", help="qrels (default) or qrels_jg")
+    parser.add_argument("-T", "--Results_format", dest="results_format",
+                        default="trec_results", metavar="FORMAT", help="trec_results only")
+    parser.add_argument("-D", "--Debug_level", dest="debug", default="0", metavar="N[.QID]",
+                        help="0 only; 0.QID evaluates the query QID alone")
+    parser.add_argument("-o", "--Output_old_results_format", dest="old_format",
+                        action="store_true", help="ignored, as trec_eval 10 ignores it")
+    parser.add_argument("--compat", choices=("10.0", "9.0.8"), default="10.0",
+                        help="the trec_eval reproduced: 10.0 (NIST's; default) or 9.0.8 "
+                        "(pytrec-eval-terrier's)")
     parser.set_defaults(handler=_trec_eval)
 
 
 def _add_sql(commands: Any) -> None:
-    sql = commands.add_parser("sql", help="run a query with duckrank registered")
+    sql = commands.add_parser("sql")
     sql.add_argument("query", help="SQL to run (the result of the last statement is printed)")
     sql.add_argument("--database", default=":memory:",
                      help="DuckDB database file (default: in memory)")
@@ -667,42 +802,116 @@ def _add_sql(commands: Any) -> None:
 
 
 def _add_metrics(commands: Any) -> None:
-    metrics = commands.add_parser("metrics", help="list the metrics and their options")
+    metrics = commands.add_parser("metrics")
     metrics.add_argument("--format", choices=FORMATS, default="table")
     metrics.set_defaults(handler=_metrics)
 
 
 def _add_demo(commands: Any) -> None:
-    demo = commands.add_parser("demo", help="evaluate the built-in sample data")
+    demo = commands.add_parser("demo")
     demo.set_defaults(handler=_demo)
 
 
 def _add_doctor(commands: Any) -> None:
-    doctor = commands.add_parser(
-        "doctor", help="versions, and whether the native matching step is active (and why)"
-    )
+    doctor = commands.add_parser("doctor")
     doctor.set_defaults(handler=_doctor)
 
 
-# One function per command, each adding its subparser (with ``handler=``): a new command is one
-# more function in this list.
-COMMANDS = (_add_evaluate, _add_compare, _add_plot, _add_trec_eval,
-            experiment.add_parser, _add_beyond, _add_sql, _add_metrics, _add_demo, _add_doctor)
+def _add_experiment(commands: Any) -> None:
+    from duckrank.reports import experiment
+
+    experiment.add_parser(commands)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_off_policy(commands: Any) -> None:
+    from duckrank.reports import off_policy
+
+    off_policy.add_parser(commands)
+
+
+def _add_fuse(commands: Any) -> None:
+    from duckrank.reports.fusion import command
+
+    command.add_parser(commands)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command of ``duckrank``: its name and the line ``duckrank --help`` shows for it, and
+    the function that adds its subparser (``add(commands)`` calls ``commands.add_parser(name,
+    ...)`` and sets ``handler=``; ``help`` is given to it). ``build_parser`` calls ``add`` only
+    for the command being run, so that only its arguments' modules are imported."""
+
+    name: str
+    help: str
+    add: Callable[[Any], Any]
+
+
+class _Subparsers:
+    """The subparsers action as a ``Command.add`` sees it: its ``add_parser`` gets the
+    command's ``help``, the one text ``duckrank --help`` shows whether the command is added."""
+
+    def __init__(self, commands: Any, command: Command) -> None:
+        self._commands, self._help = commands, command.help
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return self._commands.add_parser(name, **{**kwargs, "help": self._help})
+
+
+# The commands, in the order `duckrank --help` lists them: a new command is one more entry (a
+# ``Command``; a plain add function is accepted too, and is then added on every start).
+COMMANDS = (
+    Command("evaluate", "score a run against judgments (qrels)", _add_evaluate),
+    Command("compare", "compare systems: means, intervals and significance marks", _add_compare),
+    Command("plot", "draw a comparison: metric@k curves, distributions, differences", _add_plot),
+    Command("report", "a comparison as one HTML page: table, curves, per-query differences, "
+            "rankings", _add_report),
+    Command("trec_eval", "trec_eval's command: its measures, flags and output", _add_trec_eval),
+    Command("experiment", "reproduce a source document's experiment", _add_experiment),
+    Command("beyond", "beyond-accuracy metrics of a run (coverage, novelty, diversity, ...)",
+            _add_beyond),
+    Command("fuse", "fuse runs into one (rank fusion: RRF, CombSUM, Borda, ..., as ranx)",
+            _add_fuse),
+    Command("off-policy", "off-policy estimates of a policy's value from a bandit log (obp's "
+            "estimators)", _add_off_policy),
+    Command("sql", "run a query with duckrank registered", _add_sql),
+    Command("metrics", "list the metrics and their options", _add_metrics),
+    Command("demo", "evaluate the built-in sample data", _add_demo),
+    Command("doctor", "versions, and whether the native matching step is active (and why)",
+            _add_doctor),
+)
+
+
+def _command_name(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs: its first word that is not an option (the top-level options,
+    ``--help`` and ``--version``, take no value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``argv``, only the command it runs gets its arguments
+    (the others are listed by ``--help`` and never parsed)."""
     parser = argparse.ArgumentParser(
         prog="duckrank", description="Ranking-evaluation metrics on DuckDB.",
     )
     parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", required=True)
-    for add in COMMANDS:
-        add(commands)
+    running = None if argv is None else _command_name(argv)
+    for command in COMMANDS:
+        if not isinstance(command, Command):
+            command(commands)
+        elif argv is None or command.name == running:
+            command.add(_Subparsers(commands, command))
+        else:
+            commands.add_parser(command.name, help=command.help)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
+    import duckdb  # the commands' errors: ValueError or DuckDB's
+
     try:
         status = args.handler(args)
     except (ValueError, duckdb.Error) as error:
@@ -713,6 +922,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     # Handlers that print their own errors return their exit status; the others return None.
     return status or 0
+
+
+def _report_tests() -> dict[str, Any]:
+    """``duckrank.stats.REPORT_TESTS``, read through this module (``__getattr__``), where a
+    test may replace it."""
+    return sys.modules[__name__].REPORT_TESTS
+
+
+def __getattr__(name: str) -> Any:
+    """``REPORT_TESTS``, imported on first use: ``duckrank --help`` imports no statistics."""
+    if name == "REPORT_TESTS":
+        from duckrank.stats import REPORT_TESTS
+
+        return REPORT_TESTS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

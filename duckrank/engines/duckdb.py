@@ -17,6 +17,12 @@ Three kinds of things are registered:
 * Python functions (``duckrank.engines.python_udfs.UDFS``), registered on the database
   instance, which every cursor shares; they are never stored in the file.
 
+All three come from the prepared catalog (``duckrank.engines.catalog``): rendered from the
+records once per build and kept in the user's cache folder, so that a registration imports no
+records. A database holding no duckrank macros gets the stored ones copied from the catalog's
+database file (parsed already: about a third of the time of creating them from their text);
+the UDFs are registered with stand-ins that import their module on the first call.
+
 What connections share (the stored macros, the UDFs, the loaded extension) is changed under one
 process-wide lock, so that registration from any number of threads succeeds: DuckDB's catalog
 is optimistic, and of two transactions creating the same macro at once one fails. Processes
@@ -25,35 +31,128 @@ cannot race: DuckDB lets one process at a time open a file for writing.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
+import importlib
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from duckrank._version import __version__
-from duckrank.engines import python_udfs, stats
+from duckrank.engines import catalog as _prepared
+from duckrank.engines.udf import PythonUDF, deferred
 from duckrank.hivemall import macros as _hivemall
 from duckrank.matching import native as _native
-from duckrank.render.macros import sql_statements
-from duckrank.render.quoting import quote_identifier
+from duckrank.render.quoting import quote_identifier, quote_literal
 
 _CREATE = "CREATE OR REPLACE MACRO "
 # One lock for every database of the process rather than one per database: the setting
 # _store_macros turns on is global to a database instance, which can hold several attached
 # files. On an already registered database it is held only for the checks that find it so.
 _SHARED_STATE = threading.Lock()
+# The name the prepared database is attached under while its macros are copied (under
+# _SHARED_STATE, so one at a time).
+_PREPARED_ALIAS = "duckrank_prepared_catalog"
+
+
+def _rendered_macro_statements() -> tuple[list[str], str]:
+    """``_macro_statements`` rendered from the records."""
+    from duckrank.render.macros import sql_statements
+
+    statements = [*sql_statements(), *_hivemall.sql_statements()]
+    digest = hashlib.sha256("\n".join(statements).encode()).hexdigest()[:12]
+    return statements, f"{__version__}+{digest}"
+
+
+# Where the prepared catalog's statements of the interruptible tests hold the registering
+# connection's id (``stats.macro_statement``): odd, so no CPython id() (an aligned address).
+_CONNECTION_MARK = 18446744073709551557
+
+
+@dataclass(frozen=True)
+class _Catalog:
+    """What ``register`` creates: the stored macros (``stored``, fingerprinted by ``build``),
+    the TEMP native forms of those that differ (``native``), the TEMP macros calling Python by
+    whether the native step is loaded (``python``), the tests' TEMP macros (``stats``, with
+    ``_CONNECTION_MARK``), the Python UDFs, and the prepared database holding ``stored`` and
+    the version macro (None: create them from their text)."""
+
+    build: str
+    stored: list[str]
+    native: list[str]
+    python: dict[str, list[str]]
+    stats: list[str]
+    udfs: list[PythonUDF]
+    database: Path | None
+
+    def stats_statements(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        mark = f"{_CONNECTION_MARK}::UBIGINT"
+        return [s.replace(mark, f"{id(con)}::UBIGINT") for s in self.stats]
+
+
+def _render_catalog() -> dict[str, Any]:
+    """The catalog from the records (what ``duckrank.engines.catalog`` keeps as JSON)."""
+    from duckrank.engines import python_udfs, stats
+
+    statements, build = _rendered_macro_statements()
+    stored = set(statements)
+    return {
+        "build": build,
+        "stored": statements,
+        "native": _as_temp([s for s in _connection_statements(True) if s not in stored]),
+        "python": {"sql": python_udfs.session_statements(False),
+                   "native": python_udfs.session_statements(True)},
+        "stats": [stats.macro_statement(test, _CONNECTION_MARK) for test in stats.TESTS],
+        "udfs": [[udf.name, list(udf.parameters), udf.return_type]
+                 for udf in (*python_udfs.UDFS, *stats.UDFS)],
+    }
+
+
+def _write_database(path: str, catalog: dict[str, Any]) -> None:
+    """The prepared database: the stored macros and the version macro, as ``register`` stores
+    them."""
+    con = duckdb.connect(path)
+    try:
+        _store_macros(con, [*catalog["stored"], _version_statement(catalog["build"])])
+    finally:
+        con.close()
+
+
+# Loading the catalog is done once per process, by one thread.
+_CATALOG_LOCK = threading.Lock()
+
+
+@functools.cache
+def _load_catalog() -> _Catalog:
+    prepared = _prepared.prepared(_render_catalog, _write_database)
+    content, database = prepared if prepared is not None else (_render_catalog(), None)
+    udfs = [deferred(name, tuple(parameters), returns)
+            for name, parameters, returns in content["udfs"]]
+    return _Catalog(content["build"], content["stored"], content["native"], content["python"],
+                    content["stats"], udfs, database)
+
+
+def _catalog() -> _Catalog:
+    with _CATALOG_LOCK:
+        return _load_catalog()
 
 
 def _macro_statements() -> tuple[list[str], str]:
     """The statements of the stored macros, every helper before the macros that call it, and a
     fingerprint of them: a database holding macros of another duckrank build (even at the same
     version number) gets them replaced."""
-    statements = [*sql_statements(), *_hivemall.sql_statements()]
-    digest = hashlib.sha256("\n".join(statements).encode()).hexdigest()[:12]
-    return statements, f"{__version__}+{digest}"
+    catalog = _catalog()
+    return list(catalog.stored), catalog.build
+
+
+def _version_statement(build: str) -> str:
+    return f"{_CREATE}duckrank_version() AS '{build}'"
 
 
 def _installed_version(con: duckdb.DuckDBPyConnection) -> str | None:
@@ -123,23 +222,58 @@ def _store_macros(con: duckdb.DuckDBPyConnection, statements: list[str]) -> None
     stored in the file; they order its loading, its export and ``COPY FROM DATABASE``, and are
     copied with it. The setting is global to the database instance, so it is turned back off
     at once (``_SHARED_STATE`` keeps other registrations out meanwhile)."""
+    with _macro_dependencies(con):
+        _run_in_transaction(con, [*_drop_statements(con, statements), *statements])
+
+
+@contextlib.contextmanager
+def _macro_dependencies(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """``enable_macro_dependencies`` on meanwhile (``_store_macros`` says why)."""
     enabled = con.execute("SELECT current_setting('enable_macro_dependencies')").fetchall()
     con.execute("SET enable_macro_dependencies = true")
     try:
-        _run_in_transaction(con, [*_drop_statements(con, statements), *statements])
+        yield
     finally:
         if enabled != [(True,)]:
             con.execute("SET enable_macro_dependencies = false")
 
 
-def _register_udfs(con: duckdb.DuckDBPyConnection) -> None:
+def _copy_prepared(con: duckdb.DuckDBPyConnection, database: Path) -> None:
+    """Copy the prepared database's macros (and their recorded dependencies) into ``con``'s
+    database, in one transaction: DuckDB reads them parsed, instead of parsing their text."""
+    target = quote_identifier(con.execute("SELECT current_database()").fetchall()[0][0])
+    con.execute(f"ATTACH {quote_literal(str(database))} AS {_PREPARED_ALIAS} (READ_ONLY)")
+    try:
+        with _macro_dependencies(con):
+            _run_in_transaction(con, [f"COPY FROM DATABASE {_PREPARED_ALIAS} TO {target}"])
+    finally:
+        con.execute(f"DETACH {_PREPARED_ALIAS}")
+
+
+def _store(con: duckdb.DuckDBPyConnection, catalog: _Catalog, statements: list[str],
+           version: str, installed: str | None) -> None:
+    """Store the macros: copied from the prepared database into a database holding none of
+    duckrank's (in its main schema, the default), else created from their text, replacing
+    those of another build."""
+    if (catalog.database is not None and installed is None and statements == catalog.stored
+            and version == _version_statement(catalog.build)
+            and con.execute("SELECT current_schema()").fetchall() == [("main",)]):
+        # A name taken (a macro of an older duckrank, a user's own) makes COPY fail: created
+        # from their text then, as any other database's.
+        with contextlib.suppress(duckdb.Error):
+            _copy_prepared(con, catalog.database)
+            return
+    _store_macros(con, [*statements, version])
+
+
+def _register_udfs(con: duckdb.DuckDBPyConnection, udfs: Iterable[PythonUDF]) -> None:
     existing = {
         row[0]
         for row in con.execute(
             "SELECT function_name FROM duckdb_functions() WHERE function_type = 'scalar'"
         ).fetchall()
     }
-    for udf in (*python_udfs.UDFS, *stats.UDFS):
+    for udf in udfs:
         if udf.name not in existing:
             udf.register(con)
 
@@ -147,6 +281,8 @@ def _register_udfs(con: duckdb.DuckDBPyConnection) -> None:
 def _connection_statements(native: bool) -> list[str]:
     """The macros a connection gets as TEMP macros. Their native forms refuse to run while the
     hivemall schema is on the search path, whose functions of the same names they would hide."""
+    from duckrank.render.macros import sql_statements
+
     if not native:
         return sql_statements()
     return sql_statements(native=True, shadowing=(_hivemall.SCHEMA, frozenset(_hivemall.SUMMARIES)))
@@ -189,6 +325,8 @@ def _register_functions(
     """``register(con, functions=...)``: TEMP macros of just those functions and their helpers.
     Nothing is stored in the database (no version macro either), so that a later full
     ``register`` still stores every macro."""
+    from duckrank.engines import python_udfs, stats
+
     with _SHARED_STATE:
         use_native = native and _native.load(con)
     python = [*python_udfs.session_statements(use_native), *stats.session_statements(con)]
@@ -196,7 +334,7 @@ def _register_functions(
                                 functions)
     if any(s in python for s in chosen):
         with _SHARED_STATE:
-            _register_udfs(con)
+            _register_udfs(con, [*python_udfs.UDFS, *stats.UDFS])
     _run_in_transaction(con, chosen)
     return con
 
@@ -231,13 +369,15 @@ def register(
                              "database; leave functions out")
         return _register_functions(con, native, functions)
     read_only = _read_only(con)
+    catalog = _catalog()
     statements, build = _macro_statements()
-    version = f"{_CREATE}duckrank_version() AS '{build}'"
+    version = _version_statement(build)
     with _SHARED_STATE:
         use_native = native and _native.load(con)
-        if not read_only and _installed_version(con) != build:
-            _store_macros(con, [*statements, version])
-        _register_udfs(con)
+        installed = None if read_only else _installed_version(con)
+        if not read_only and installed != build:
+            _store(con, catalog, statements, version, installed)
+        _register_udfs(con, catalog.udfs)
     if read_only:
         # Nothing can be stored: main's macros become TEMP macros of this connection, and the
         # hivemall schema (which a TEMP catalog cannot hold) is unavailable.
@@ -245,10 +385,14 @@ def register(
     elif use_native and not hivemall:
         # TEMP copies of just the macros whose native form differs shadow the stored SQL ones.
         stored = set(statements)
-        _run_in_transaction(
-            con, _as_temp([s for s in _connection_statements(True) if s not in stored])
-        )
-    for statement in (*python_udfs.session_statements(use_native), *stats.session_statements(con)):
+        _run_in_transaction(con, catalog.native if statements == catalog.stored else _as_temp(
+            [s for s in _connection_statements(True) if s not in stored]))
+    # Importing the tests' module makes con.interrupt() the counting one their kernels check
+    # (``stats._count_interrupts``): before this returns, so that a con.interrupt taken now (a
+    # Timer's) stops a resampling run too.
+    importlib.import_module("duckrank.engines.stats")
+    python = catalog.python["native" if use_native else "sql"]
+    for statement in (*python, *catalog.stats_statements(con)):
         con.execute(statement)
     if hivemall:
         con.execute(f"SET search_path = '{_hivemall.SCHEMA},main'")

@@ -42,11 +42,11 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from duckrank.engines.udf import PythonUDF
 from duckrank.matching.arrays import combined, gather_ranges
 from duckrank.matching.preferences import (
     match_preferences,
@@ -67,24 +67,6 @@ INTEGER_LISTS = ("TINYINT[]", "SMALLINT[]", "INTEGER[]", "BIGINT[]", "UTINYINT[]
 # The native step's functions (matching/native/edrc.c, correlation.c), by their qualified name so
 # that a macro of the same name in the database cannot stand in for them.
 NATIVE_PREFIX = "system.main.duckrank_native_"
-
-
-@dataclass(frozen=True)
-class PythonUDF:
-    name: str
-    function: Callable
-    parameters: tuple[str, ...]
-    return_type: str
-
-    def register(self, con: duckdb.DuckDBPyConnection) -> None:
-        con.create_function(
-            self.name,
-            self.function,
-            [duckdb.sqltype(p) for p in self.parameters],
-            duckdb.sqltype(self.return_type),
-            type="arrow",
-            null_handling="special",
-        )
 
 
 # --- Arrow in: the macros' reshaped arguments back into (rec, truth) Arrow lists -----------------

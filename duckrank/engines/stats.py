@@ -45,7 +45,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from duckrank.engines.python_udfs import PythonUDF
+from duckrank.engines.udf import PythonUDF
 from duckrank.matching.arrays import combined
 from duckrank.stats import TESTS
 from duckrank.stats.record import BLOCKED, LABELLED, LABELS, Field, LabelledRows, StatTest

@@ -394,7 +394,9 @@ def test_a_read_only_cache_with_a_wrong_file_warns_and_uses_sql(cache: Path, tmp
     before = _tree(cache)
     seen = _run_child({"XDG_CACHE_HOME": str(cache), "TMPDIR": str(tmp_path)})
     _assert_child_used_sql_and_warned_once(seen, "[Errno 13] Permission denied")
-    assert _tree(cache) == before
+    # The native step's folder is as it was; the prepared catalog (duckrank.engines.catalog),
+    # in a folder of its own, may have been written beside it.
+    assert [e for e in _tree(cache) if not e[0].startswith("duckrank/catalog")] == before
 
 
 @without_override
