@@ -473,9 +473,9 @@ def test_plot_errors_name_its_flags_before_scoring(capsys, system_files, tmp_pat
     suffix before any file is read (the qrels path here does not exist)."""
     qrels = str(SAMPLE / "sample.qrels")
     code, out, err = _run(capsys, "plot", *system_files, str(tmp_path / "none.qrels"), "-m",
-                          "mrr", "-o", "mrr.pdf")
-    assert (code, out, err) == (1, "", "duckrank plot: --output mrr.pdf must end in .png or "
-                                ".svg (the format is taken from it)\n")
+                          "mrr", "-o", "mrr.jpg")
+    assert (code, out, err) == (1, "", "duckrank plot: --output mrr.jpg must end in .png, "
+                                ".svg or .pdf (the format is taken from it)\n")
     code, _, err = _run(capsys, "plot", *system_files, qrels, "-m", "mrr", "--kind",
                         "difference", "--baseline", "nope", "-o", str(tmp_path / "x.png"))
     assert (code, err) == (1, "duckrank plot: --baseline nope is not one of the systems: bm25, "

@@ -1,6 +1,6 @@
 """Pictures of a per-query table: metric@k curves, per-query distributions, and per-query
-differences against a baseline, written as PNG or SVG with matplotlib (the optional extra
-``duckrank[plots]``).
+differences against a baseline, written as PNG, SVG or PDF with matplotlib (the optional extra
+``duckrank[plots]``), or returned as a matplotlib ``Figure`` (shown inline by a notebook).
 
 The input is a tidy per-query table, such as a comparison report's ``per_query`` or a melted
 ``duckrank.evaluate(..., by="system", per_user=True)``: one row per (system, query, metric) with a
@@ -9,11 +9,16 @@ computed here with numpy, NaN skipped as SQL's ``avg`` skips NULL, and returned 
 so a caller can check that the picture shows what its table says.
 
 matplotlib is driven through its object API (``matplotlib.figure.Figure``, drawn by the Agg
-renderer for PNG and the SVG renderer for SVG): pyplot is never imported, so no figure is left
-open and the user's backend, rcParams and figure list are not touched. Names come from data
-(systems from file stems or tag columns, metric labels, query ids), so every text is drawn as
-written: mathtext and TeX are off while a figure is built and saved (``$\alpha$`` stays five
-characters, an odd ``$`` is no parse error).
+renderer for PNG, the SVG renderer for SVG and the PDF renderer for PDF): pyplot is never
+imported, so no figure is left open and the user's backend, rcParams and figure list are not
+touched. Names come from data (systems from file stems or tag columns, metric labels, query
+ids), so every text is drawn as written: mathtext and TeX are off while a figure is built and
+saved (``$\alpha$`` stays five characters, an odd ``$`` is no parse error).
+
+Colours are Okabe and Ito's palette ("Color Universal Design", https://jfly.uni-koeln.de/color/),
+told apart by readers with any common colour-vision deficiency; the difference plot's gains and
+losses are its blue and vermillion, not green and red. Counts are written with thousands
+separators.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 KINDS = ("curves", "distribution", "difference")
-FORMATS = (".png", ".svg")
+FORMATS = (".png", ".svg", ".pdf")
 # The query column may be named for search (query) or recommendation (user), as evaluate() does.
 QUERY_NAMES = ("query", "user")
 INSTALL_HINT = "pip install 'duckrank[plots]'"
@@ -51,6 +56,13 @@ _MAX_QUERY_TICKS = 30
 # A difference curve is drawn through at most about this many points (a 7-inch figure at 150 dpi
 # is about 1,000 pixels wide).
 _MAX_CURVE_POINTS = 2000
+# A distribution shows at most this many of each system's values as points beside its box (picked
+# evenly from the sorted values, so they keep the distribution's shape).
+_MAX_STRIP_POINTS = 600
+
+# Okabe-Ito (see the module's docstring), without its yellow, which is faint on white.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+GAIN_COLOR, LOSS_COLOR = "#0072B2", "#D55E00"
 
 
 @dataclass(frozen=True)
@@ -80,7 +92,7 @@ class PlotData:
 
 
 @dataclass(frozen=True)
-class _Table:
+class PerQuery:
     """The per-query table as arrays: systems and labels as text, queries as codes into
     ``queries`` (their dictionary, kept in its own type for sorting and for PlotData)."""
 
@@ -97,14 +109,16 @@ class _Table:
 
 def plot(
     per_query: Any,
-    path: str | PathLike[str],
+    path: str | PathLike[str] | None = None,
     kind: str = "curves",
     metric: str | None = None,
     baseline: str | None = None,
     *,
     title: str | None = None,
-) -> PlotData:
-    """Draw ``per_query`` to ``path`` (``.png`` or ``.svg``) and return the numbers drawn.
+) -> PlotData | Figure:
+    """Draw ``per_query`` to ``path`` (``.png``, ``.svg`` or ``.pdf``) and return the numbers
+    drawn; without ``path``, return the matplotlib ``Figure`` (a notebook shows it inline; its
+    numbers are ``plot_data``'s).
 
     ``per_query``: a pandas, polars or pyarrow table with columns ``system``, ``query`` (or
     ``user``), ``metric`` (labels as ``duckrank.evaluate`` names its columns: ``ndcg@10``,
@@ -126,25 +140,72 @@ def plot(
     the label, when that names one family or label: ``"ndcg"`` for ``"ndcg(gain=exponential)"``,
     ``"ndcg@10"`` for ``"ndcg(gain=exponential)@10"`` (ndcg over graded qrels).
     """
+    if path is None:
+        _check_request(kind, metric, PYTHON)
+        table = _read(per_query)
+        data = _data(table, kind, metric, baseline, PYTHON)
+        with _literal_text():
+            return _draw(data, table.noun, title)
     return draw(per_query, path, kind, metric, baseline, title=title)
 
 
+def plot_data(per_query: Any, kind: str = "curves", metric: str | None = None,
+              baseline: str | None = None, spelling: Spelling = PYTHON) -> PlotData:
+    """The numbers ``plot`` would draw, without drawing (no matplotlib needed): the HTML report
+    draws them as inline SVG. ``per_query`` may be a table already read (``read_per_query``),
+    to draw several pictures of one table without reading it again."""
+    _check_request(kind, metric, spelling)
+    return _data(read_per_query(per_query), kind, metric, baseline, spelling)
+
+
+def read_per_query(per_query: Any) -> PerQuery:
+    """``per_query`` read and checked (``plot``'s errors) as arrays."""
+    return per_query if isinstance(per_query, PerQuery) else _read(per_query)
+
+
+def plural(noun: str) -> str:
+    """``queries`` or ``users``."""
+    return {"query": "queries", "user": "users"}[noun]
+
+
+def families(table: PerQuery) -> dict[str, dict[int, int]]:
+    """family -> {k: label code}, for the labels of ``table`` with a cut-off."""
+    return _families(table)
+
+
+def _check_request(kind: str, metric: str | None, spelling: Spelling) -> None:
+    if kind not in KINDS:
+        raise _error(spelling, f"kind must be one of {_listed(KINDS)}, got {kind!r}")
+    if metric is not None and not isinstance(metric, str):
+        raise TypeError(f"plot: metric must be a metric label or family (str), got {metric!r}")
+
+
+def _data(table: PerQuery, kind: str, metric: str | None, baseline: str | None,
+          spelling: Spelling) -> PlotData:
+    systems = _ordered_systems(table, baseline)
+    if kind == "curves":
+        return _curves(table, systems, metric, spelling)
+    if kind == "distribution":
+        return _distribution(table, systems, _label(table, metric, kind, spelling))
+    return _difference(table, systems, _label(table, metric, kind, spelling))
+
+
 def output_format(path: str | PathLike[str], spelling: Spelling = PYTHON) -> str:
-    """The picture's format from ``path``'s suffix (``"png"`` or ``"svg"``), once ``path`` is
-    known to be writable: a file (or nothing yet) in an existing folder we may write to. The
-    command line calls it before it scores anything, so a bad ``-o`` costs no evaluation."""
+    """The picture's format from ``path``'s suffix (``"png"``, ``"svg"``, ``"pdf"``), once
+    ``path`` is known to be writable: a file (or nothing yet) in an existing folder we may write
+    to. The command line calls it before it scores anything, so a bad ``-o`` costs no evaluation."""
     text = fspath(path)
     suffix = Path(text).suffix.lower()
     if suffix not in FORMATS:
         where = spelling.argument("output", text) if spelling.cli else "path"
-        raise _error(spelling, f"{where} must end in {' or '.join(FORMATS)} (the format is "
+        raise _error(spelling, f"{where} must end in {_or(FORMATS)} (the format is "
                      "taken from it)" + ("" if spelling.cli else f", got {text!r}"))
     where = spelling.argument("output", text) if spelling.cli else f"path {text!r}"
     target = Path(text)
     folder = target.parent
     if target.is_dir():
         raise _error(spelling, f"{where} is a folder; give a file name ending in "
-                     f"{' or '.join(FORMATS)}")
+                     f"{_or(FORMATS)}")
     if not folder.is_dir():
         problem = "is not a folder" if folder.exists() else "does not exist"
         raise _error(spelling, f"{where}: the folder {str(folder)!r} {problem}; create it first")
@@ -162,20 +223,17 @@ def draw(per_query: Any, path: str | PathLike[str], kind: str = "curves",
     if kind not in KINDS:
         raise _error(spelling, f"kind must be one of {_listed(KINDS)}, got {kind!r}")
     fmt = output_format(path, spelling)
-    if metric is not None and not isinstance(metric, str):
-        raise TypeError(f"plot: metric must be a metric label or family (str), got {metric!r}")
+    _check_request(kind, metric, spelling)
     table = _read(per_query)
-    systems = _ordered_systems(table, baseline)
-    if kind == "curves":
-        data = _curves(table, systems, metric, spelling)
-    elif kind == "distribution":
-        data = _distribution(table, systems, _label(table, metric, kind, spelling))
-    else:
-        data = _difference(table, systems, _label(table, metric, kind, spelling))
+    data = _data(table, kind, metric, baseline, spelling)
     with _literal_text():
         figure = _draw(data, table.noun, title)
         figure.savefig(path, format=fmt, dpi=150)
     return data
+
+
+def _or(names: Sequence[str]) -> str:
+    return f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def _error(spelling: Spelling, message: str) -> ValueError:
@@ -211,7 +269,7 @@ def _listed(names: Any) -> str:
     return ", ".join(repr(name) for name in names)
 
 
-def _read(per_query: Any) -> _Table:
+def _read(per_query: Any) -> PerQuery:
     try:
         table = per_query if isinstance(per_query, pa.Table) else pa.table(per_query)
     except (TypeError, ValueError, pa.ArrowException) as error:
@@ -254,7 +312,7 @@ def _read(per_query: Any) -> _Table:
             f"{queries[int(query_codes[repeated])].as_py()!r}, metric "
             f"{labels[metric_codes[repeated]]!r} has {int(counts.max())}"
         )
-    return _Table(
+    return PerQuery(
         system=system_codes, query=query_codes, metric=metric_codes,
         value=value.to_numpy(zero_copy_only=False), queries=queries, query_rank=query_rank,
         noun=query_name, systems=systems, labels=labels,
@@ -286,7 +344,7 @@ def _encode(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
     return codes, [str(value) for value in dictionary.to_pylist()]
 
 
-def _ordered_systems(table: _Table, baseline: str | None) -> list[str]:
+def _ordered_systems(table: PerQuery, baseline: str | None) -> list[str]:
     if baseline is None:
         return table.systems
     if str(baseline) not in table.systems:
@@ -297,7 +355,7 @@ def _ordered_systems(table: _Table, baseline: str | None) -> list[str]:
     return [str(baseline), *(s for s in table.systems if s != str(baseline))]
 
 
-def _label(table: _Table, metric: str | None, kind: str, spelling: Spelling) -> str:
+def _label(table: PerQuery, metric: str | None, kind: str, spelling: Spelling) -> str:
     """The one metric label a distribution or difference is drawn for."""
     if metric is None:
         if len(table.labels) == 1:
@@ -315,7 +373,7 @@ def _label(table: _Table, metric: str | None, kind: str, spelling: Spelling) -> 
     return label
 
 
-def _families(table: _Table) -> dict[str, dict[int, int]]:
+def _families(table: PerQuery) -> dict[str, dict[int, int]]:
     """family -> {k: label code}, for the labels with a cut-off."""
     families: dict[str, dict[int, int]] = {}
     for code, label in enumerate(table.labels):
@@ -325,7 +383,7 @@ def _families(table: _Table) -> dict[str, dict[int, int]]:
     return families
 
 
-def _curve_family(table: _Table, metric: str | None, spelling: Spelling
+def _curve_family(table: PerQuery, metric: str | None, spelling: Spelling
                   ) -> tuple[str, dict[int, int]]:
     families = _families(table)
     curves = {name: ks for name, ks in families.items() if len(ks) > 1}
@@ -360,7 +418,7 @@ def _curve_family(table: _Table, metric: str | None, spelling: Spelling
     )
 
 
-def _curves(table: _Table, systems: list[str], metric: str | None, spelling: Spelling
+def _curves(table: PerQuery, systems: list[str], metric: str | None, spelling: Spelling
             ) -> PlotData:
     family, codes = _curve_family(table, metric, spelling)
     ks = sorted(codes)
@@ -380,7 +438,7 @@ def _curves(table: _Table, systems: list[str], metric: str | None, spelling: Spe
     return PlotData(kind="curves", metric=family, baseline=None, series=series)
 
 
-def _values(table: _Table, system: str, label: str) -> tuple[np.ndarray, np.ndarray]:
+def _values(table: PerQuery, system: str, label: str) -> tuple[np.ndarray, np.ndarray]:
     """Query codes and values of one system and label, the undefined values left out, in the
     queries' sorted order."""
     rows = np.flatnonzero(
@@ -392,11 +450,11 @@ def _values(table: _Table, system: str, label: str) -> tuple[np.ndarray, np.ndar
     return table.query[rows], table.value[rows]
 
 
-def _queries(table: _Table, codes: np.ndarray) -> np.ndarray:
+def _queries(table: PerQuery, codes: np.ndarray) -> np.ndarray:
     return table.queries.take(pa.array(codes, pa.int64())).to_numpy(zero_copy_only=False)
 
 
-def _distribution(table: _Table, systems: list[str], label: str) -> PlotData:
+def _distribution(table: PerQuery, systems: list[str], label: str) -> PlotData:
     series, means = {}, {}
     for name in systems:
         codes, values = _values(table, name, label)
@@ -406,7 +464,7 @@ def _distribution(table: _Table, systems: list[str], label: str) -> PlotData:
                     means=means)
 
 
-def _difference(table: _Table, systems: list[str], label: str) -> PlotData:
+def _difference(table: PerQuery, systems: list[str], label: str) -> PlotData:
     baseline, others = systems[0], systems[1:]
     if not others:
         raise ValueError(
@@ -462,16 +520,22 @@ def _figure(width: float, height: float, rows: int = 1) -> tuple[Figure, list[Ax
     return figure, list(axes)
 
 
-def _plural(noun: str) -> str:
-    return {"query": "queries", "user": "users"}[noun]
+_plural = plural
 
 
 def _count(n: int, noun: str) -> str:
-    return f"{n} {noun if n == 1 else _plural(noun)}"
+    return f"{n:,} {noun if n == 1 else _plural(noun)}"
 
 
 def _color(index: int) -> str:
-    return f"C{index % 10}"
+    return PALETTE[index % len(PALETTE)]
+
+
+def _thousands(axis: Any) -> None:
+    """Tick labels of ``axis`` with thousands separators (100,000, not 100000 or 1e5)."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
 
 
 def _draw(data: PlotData, noun: str, title: str | None) -> Figure:
@@ -493,7 +557,7 @@ def _draw_curves(data: PlotData, noun: str) -> Figure:
     ks = sorted({int(k) for s in data.series.values() for k in s.x})
     for index, (name, series) in enumerate(data.series.items()):
         axes.plot(series.x, series.y, label=name, color=_color(index),
-                  linestyle=("-", "--", ":", "-.")[index // 10 % 4],
+                  linestyle=("-", "--", ":", "-.")[index // len(PALETTE) % 4],
                   marker="o" if len(ks) <= 25 else None, markersize=4)
     if len(ks) <= 12:
         axes.set_xticks(ks)
@@ -506,26 +570,60 @@ def _draw_curves(data: PlotData, noun: str) -> Figure:
     return figure
 
 
+# The distribution's histogram: this many bins over the values' range.
+_BINS = 20
+
+
+def _shares(data: PlotData) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Bin edges over every system's values, and per system the share of its values in each
+    bin (a point mass, such as the queries at 0, is one tall bin whatever the quartiles)."""
+    values = [s.y for s in data.series.values() if len(s.y)]
+    low = min((float(v.min()) for v in values), default=0.0)
+    high = max((float(v.max()) for v in values), default=1.0)
+    if high == low:  # every value equal: one bin around it
+        low, high = low - 0.5, high + 0.5
+    edges = np.linspace(low, high, _BINS + 1)
+    return edges, {name: np.histogram(s.y, edges)[0] / max(len(s.y), 1)
+                   for name, s in data.series.items()}
+
+
 def _draw_distribution(data: PlotData, noun: str) -> Figure:
     names = list(data.series)
-    figure, (axes,) = _figure(max(5.0, 1.3 * len(names) + 2), 4.5)
+    figure, (axes,) = _figure(max(5.5, 1.3 * len(names) + 3), 4.5)
     positions = np.arange(1, len(names) + 1)
+    # Behind each box, the histogram of the values mirrored about the box's axis (a violin made
+    # of bins): where quartiles coincide (most queries at 0) the box is a line, the bins still
+    # show how many values sit where. Widths share one scale, so systems compare.
+    edges, shares = _shares(data)
+    widest = max((float(share.max()) for share in shares.values()), default=0.0) or 1.0
+    centres = (edges[:-1] + edges[1:]) / 2
+    for index, (name, position) in enumerate(zip(names, positions, strict=True)):
+        widths = 0.8 * shares[name] / widest
+        axes.barh(centres, widths, height=np.diff(edges), left=position - widths / 2,
+                  color=_color(index), alpha=0.4, linewidth=0,
+                  label="share of " + _plural(noun) + " (histogram)" if index == 0 else None)
+        if len(data.series[name].y):  # the largest bin's share, written beside it
+            top = int(np.argmax(shares[name]))
+            axes.text(position + widths[top] / 2 + 0.03, centres[top],
+                      f"{shares[name][top]:.0%}", va="center", fontsize="x-small")
     # Whiskers at the minimum and maximum: per-query metrics pile up at 0 and 1, where outlier
     # points would only repeat the whiskers (and with many queries blow up the SVG).
     boxes = axes.boxplot([s.y if len(s.y) else [np.nan] for s in data.series.values()],
-                         positions=positions, whis=(0, 100), widths=0.5, patch_artist=True,
+                         positions=positions, whis=(0, 100), widths=0.18, patch_artist=True,
                          medianprops={"color": "black"})
     for index, box in enumerate(boxes["boxes"]):
-        box.set(facecolor=_color(index), alpha=0.35)
-    axes.scatter(positions, [data.means[name] for name in names], marker="D", color="black",
-                 zorder=3, label="mean")
+        box.set(facecolor=_color(index), alpha=0.8)
+    axes.scatter(positions, [data.means[name] for name in names], marker="D", color="white",
+                 edgecolor="black", zorder=3, label="mean")
     axes.set_xticks(positions, [
         f"{name}\nmean {data.means[name]:.4f}\n{_count(len(data.series[name].y), noun)}"
         if len(data.series[name].y) else f"{name}\nno values" for name in names
     ])
+    axes.set_xlim(0.4, len(names) + 0.6)
     axes.set_ylabel(data.metric)
     axes.grid(axis="y", alpha=0.3)
-    axes.legend(loc="best")
+    # Outside the axes: inside, it would cover a box or its bins.
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     return figure
 
 
@@ -550,8 +648,8 @@ def _draw_difference(data: PlotData, noun: str) -> Figure:
         n = len(series.y)
         better, worse = int((series.y > 0).sum()), int((series.y < 0).sum())
         # The counts go in the legend, not the title, which long system names would push out.
-        sides = ((series.y > 0, "tab:green", f"{name} better on {better}"),
-                 (series.y < 0, "tab:red", f"{data.baseline} better on {worse}"))
+        sides = ((series.y > 0, GAIN_COLOR, f"{name} better on {better:,}"),
+                 (series.y < 0, LOSS_COLOR, f"{data.baseline} better on {worse:,}"))
         handles = []
         if n == 0:
             axes.text(0.5, 0.5, f"no {noun} with a value for both systems", ha="center",
@@ -576,12 +674,14 @@ def _draw_difference(data: PlotData, noun: str) -> Figure:
             # Outside the panel: inside, it would hide bars or the mean line.
             axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1),
                         fontsize="small")
-        axes.set_title(f"{name} − {data.baseline}: {_count(n, noun)}, {n - better - worse} tied",
-                       fontsize="medium")
+        axes.set_title(f"{name} − {data.baseline}: {_count(n, noun)}, "
+                       f"{n - better - worse:,} tied", fontsize="medium")
         if 0 < n <= _MAX_QUERY_TICKS:
             axes.set_xticks(np.arange(1, n + 1), [str(q) for q in series.x],
                             rotation=90 if n > 8 else 0)
         axes.set_xlim(0.5, max(n, 1) + 0.5)
+        if n > _MAX_QUERY_TICKS:
+            _thousands(axes.xaxis)
         axes.set_ylabel(f"{data.metric} difference")
         axes.grid(axis="y", alpha=0.3)
     panels[-1].set_xlabel(f"{_plural(noun)}, sorted by difference")

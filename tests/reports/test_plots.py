@@ -190,8 +190,8 @@ def test_no_global_matplotlib_state_is_changed(evaluated, tmp_path) -> None:
 @pytest.mark.parametrize(("arguments", "message"), [
     ({"kind": "bars"}, "plot: kind must be one of 'curves', 'distribution', 'difference', "
                        "got 'bars'"),
-    ({"path": "x.pdf"}, "plot: path must end in .png or .svg (the format is taken from it), "
-                        "got 'x.pdf'"),
+    ({"path": "x.jpg"}, "plot: path must end in .png, .svg or .pdf (the format is taken from "
+                        "it), got 'x.jpg'"),
     ({"metric": "ndcg@5"}, "plot: metric 'ndcg@5' is not a metric family in per_query (kind="
                            "'curves' takes a family, without @k, e.g. 'ndcg(gain=exponential)')"
                            "; the metrics present are: 'ndcg(gain=exponential)@1'"),
@@ -285,9 +285,9 @@ def test_errors_spelled_for_the_command_line(evaluated, tmp_path) -> None:
     assert str(error.value).startswith("--plot-metric mrr is not a metric family in per_query "
                                        "(--kind curves takes a family")
     with pytest.raises(ValueError) as error:
-        draw(long, tmp_path / "x.pdf", spelling=COMMAND_LINE)
-    assert str(error.value) == ("--output " + str(tmp_path / "x.pdf") + " must end in .png or "
-                                ".svg (the format is taken from it)")
+        draw(long, tmp_path / "x.jpg", spelling=COMMAND_LINE)
+    assert str(error.value) == ("--output " + str(tmp_path / "x.jpg") + " must end in .png, "
+                                ".svg or .pdf (the format is taken from it)")
 
 
 def _names_table(names: list[str]) -> pa.Table:
@@ -325,7 +325,7 @@ def test_names_are_drawn_as_written_not_as_mathtext(tmp_path, kind) -> None:
 @pytest.mark.parametrize(("where", "problem"), [
     ("missing/x.png", "the folder {folder!r} does not exist; create it first"),
     ("afile.txt/x.png", "the folder {folder!r} is not a folder; create it first"),
-    ("folder.png", "is a folder; give a file name ending in .png or .svg"),
+    ("folder.png", "is a folder; give a file name ending in .png, .svg or .pdf"),
 ])
 def test_a_bad_output_path_fails_before_any_scoring(tmp_path, where, problem) -> None:
     """Issue 25, section 2: `duckrank plot -o` into a missing folder or onto a folder ended in a
