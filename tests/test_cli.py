@@ -486,7 +486,7 @@ def test_plot_errors_name_its_flags_before_scoring(capsys, system_files, tmp_pat
     assert (code, err.splitlines()) == (1, [
         "duckrank plot: warning: system 'dense': 1 judged query has no list in the run: it is "
         "scored as an empty list (0 where the metric is defined) and counted in the means and "
-        "the tests (frame()'s 'filled' column counts the values)",
+        "the tests, as trec_eval -c counts it",
         "duckrank plot: --kind distribution draws one metric: pass --plot-metric one of 'mrr', "
         "'map'"])
     assert not (tmp_path / "x.png").exists()
