@@ -14,7 +14,9 @@ that have the same metric.
   RePlay 0.22 and Microsoft Recommenders 1.2.1 on the same data in their own input format (long
   pandas frames; building them is not timed), for the ratio. Peers whose method cannot finish at
   this size on this machine are run on the first ``--peer-users`` users (marked) or skipped
-  with the reason. ``--recpack`` adds recpack 0.3.6's ``IPSHitRateK`` (the only peer with an
+  with the reason. ``--rectools`` runs RecTools alone (CatalogCoverage, CoveredUsers,
+  SufficientReco, UnrepeatedReco: a venv with RecTools, duckdb and pyarrow is enough).
+  ``--recpack`` adds recpack 0.3.6's ``IPSHitRateK`` (the only peer with an
   inverse-propensity metric) against ``ips_precision``; recpack runs in a venv of its own
   (tests/metrics/test_debiased.py says how to make it).
 
@@ -82,6 +84,8 @@ def load(con: duckdb.DuckDBPyConnection, users: int, k: int, items: int, interac
     con.unregister("arrow_in")
     con.execute(f"CREATE OR REPLACE TABLE categories AS SELECT range AS item, 'c' || (hash(range) "
                 f"% 20) AS category FROM range({items})")
+    # The test interactions (each user's relevant items), for user_coverage's test := table.
+    con.execute("CREATE OR REPLACE TABLE test AS SELECT user, unnest(truth) AS item FROM recs")
     # The training estimate (gamma 0) as a table, for the propensities := form.
     con.execute("CREATE OR REPLACE TABLE propensities AS SELECT item, sqrt(n / max(n) OVER ()) "
                 "AS propensity FROM (SELECT item, count(*) AS n FROM train GROUP BY item)")
@@ -116,6 +120,25 @@ QUERIES = (
      "min_propensity := 0.01)"),
     ("ips_ndcg (table)", "SELECT avg(ips_ndcg) FROM ips_ndcg('recs', {k}, "
      "propensities := 'propensities', min_propensity := 0.01)"),
+    # Issue 28: coverage and data quality, rank-discounted novelty, fairness.
+    ("user_coverage", "FROM user_coverage('recs', {k}, test := 'test')"),
+    ("sufficient_reco", "SELECT avg(sufficient_reco) FROM sufficient_reco('recs', {k})"),
+    ("unrepeated_reco", "SELECT avg(unrepeated_reco) FROM unrepeated_reco('recs', {k})"),
+    ("arp(rbp)", "SELECT avg(arp) FROM arp('recs', 'train', {k}, discount := 'rbp')"),
+    ("exposure_gini(rbp)", "FROM exposure_gini('recs', {k}, catalog_size := {items}, "
+     "discount := 'rbp')"),
+    ("epc", "SELECT avg(epc) FROM epc('recs', 'train', {k})"),
+    ("efd", "SELECT avg(efd) FROM efd('recs', 'train', {k})"),
+    ("categorical_diversity", "SELECT avg(categorical_diversity) FROM "
+     "categorical_diversity('recs', 'categories', {k})"),
+    ("rank_biased_entropy", "SELECT avg(rank_biased_entropy) FROM "
+     "rank_biased_entropy('recs', 'categories', {k})"),
+    ("aclt", "SELECT avg(aclt) FROM aclt('recs', 'train', {k})"),
+    ("aplt", "SELECT avg(aplt) FROM aplt('recs', 'train', {k})"),
+    ("pop_reo", "FROM pop_reo('recs', 'train', {k})"),
+    ("pop_rsp", "FROM pop_rsp('recs', 'train', {k})"),
+    ("reo", "FROM reo('recs', 'train', 'categories', {k}, group_col := 'category')"),
+    ("rsp", "FROM rsp('recs', 'train', 'categories', {k}, group_col := 'category')"),
 )
 
 
@@ -188,6 +211,30 @@ def peers(con: duckdb.DuckDBPyConnection, k: int, items: int, peer_users: int, r
           f"catalogue items ({items:,}^2) in pandas apply")
 
 
+def rectools_peers(con: duckdb.DuckDBPyConnection, k: int, items: int, repeat: int,
+                   duckrank_times: dict[str, tuple[float, float, float]]) -> None:
+    """RecTools alone (a venv with only RecTools, duckdb and pyarrow): its catalogue coverage
+    and its recommendation data-quality metrics, each next to duckrank's time."""
+    import warnings
+
+    from rectools.metrics import CatalogCoverage, CoveredUsers, SufficientReco, UnrepeatedReco
+
+    warnings.simplefilter("ignore")
+    reco = con.execute(f"SELECT user AS user_id, unnest(rec[1:{k}]) AS item_id, "
+                       f"unnest(range(1, len(rec[1:{k}]) + 1)) AS rank FROM recs").df()
+    test = con.execute("SELECT user AS user_id, item AS item_id FROM test").df()
+    for name, metric, fn in (
+        ("RecTools CatalogCoverage", "catalog_coverage",
+         lambda: CatalogCoverage(k=k, normalize=True).calc(reco, np.arange(items))),
+        ("RecTools CoveredUsers", "user_coverage", lambda: CoveredUsers(k=k).calc(reco, test)),
+        ("RecTools SufficientReco", "sufficient_reco", lambda: SufficientReco(k=k).calc(reco)),
+        ("RecTools UnrepeatedReco", "unrepeated_reco", lambda: UnrepeatedReco(k=k).calc(reco)),
+    ):
+        if metric in duckrank_times:
+            line(f"  {name}", timed(fn, repeat, warm_up=False), duckrank_times[metric],
+                 "duckrank's")
+
+
 def recpack_peer(con: duckdb.DuckDBPyConnection, k: int, items: int, repeat: int,
                  duckrank_times: dict[str, tuple[float, float, float]]) -> None:
     """recpack's IPSHitRateK (the sum over hits of 1 / the item's share of the truths; k x
@@ -229,6 +276,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--peers", action="store_true")
     parser.add_argument("--peer-users", type=int, default=100_000)
+    parser.add_argument("--rectools", action="store_true",
+                        help="RecTools alone: CatalogCoverage and its data-quality metrics")
     parser.add_argument("--recpack", action="store_true",
                         help="recpack's IPSHitRateK (run with a Python that has recpack)")
     parser.add_argument("--metrics", default="",
@@ -265,6 +314,8 @@ def main() -> None:
         line(name, times[name.split()[0]], floor, "count")
     if args.peers:
         peers(con, args.k, args.items, args.peer_users, args.repeat, times)
+    if args.rectools:
+        rectools_peers(con, args.k, args.items, args.repeat, times)
     if args.recpack:
         recpack_peer(con, args.k, args.items, args.repeat, times)
     con.close()

@@ -26,10 +26,10 @@ from duckrank.render.quoting import quote_identifier
 from duckrank.render.spelling import PYTHON, Spelling
 
 # The side tables a metric can read, by the name of its macro parameter.
-SIDE_TABLES = ("train", "catalog", "embeddings", "categories", "propensities")
+SIDE_TABLES = ("train", "catalog", "embeddings", "categories", "propensities", "item_groups")
 # Parameters filled here: the tables and the columns of the lists built here.
 _WIRED = {"recs", "k", "rec", "other", "catalog_size", "truth_col", "user_col", "rec_col",
-          *SIDE_TABLES}
+          "test", *SIDE_TABLES}
 _REQUEST = re.compile(r"^\s*(?P<name>\w+)\s*(?:\((?P<options>[^()]*)\))?\s*@\s*(?P<k>\d+)\s*$")
 
 
@@ -66,6 +66,18 @@ def parse_request(text: str) -> Request:
         metric = by_name(match["name"])
     except KeyError as error:
         raise ValueError(error.args[0]) from None
+    if metric.kind == "per_group":
+        raise ValueError(f"beyond-accuracy metric {text!r}: {metric.name} gives one row per pair "
+                         f"of groups, not one value; call the {metric.name} macro in SQL "
+                         "(docs/beyond-accuracy.md)")
+    if any(p.name == "scores_col" for p in metric.parameters):
+        raise ValueError(f"beyond-accuracy metric {text!r}: {metric.name} reads the predicted "
+                         "scores of each list, which the lists built here do not carry; call "
+                         f"the {metric.name} macro in SQL (docs/beyond-accuracy.md)")
+    if metric.truth == "map":
+        raise ValueError(f"beyond-accuracy metric {text!r}: {metric.name} reads graded truth (a "
+                         "MAP of item -> grade), which the lists built here do not carry; call "
+                         f"the {metric.name} macro in SQL (docs/beyond-accuracy.md)")
     allowed = [p.name for p in metric.parameters if p.default is not None and p.name not in _WIRED]
     options: dict[str, Any] = {}
     for pair in filter(str.strip, (match["options"] or "").split(",")):
@@ -93,10 +105,11 @@ class RunColumns:
 
 
 # The metrics that read the user column of train (the others count its rows by item).
-_TRAIN_USERS = frozenset({"self_information"})
+_TRAIN_USERS = frozenset({"self_information", "epc", "efd", "aclt", "aplt", "pop_reo", "pop_rsp",
+                          "reo", "rsp"})
 # The side tables' own columns, named by a metric option: (table, option).
 _OPTION_COLUMNS = (("embeddings", "vector_col"), ("categories", "category_col"),
-                   ("propensities", "propensity_col"))
+                   ("propensities", "propensity_col"), ("item_groups", "group_col"))
 
 
 def _missing_column(columns: Sequence[str], name: str, exact: bool) -> bool:
@@ -179,8 +192,9 @@ def _lists_sql(run: str, qrels: str | None, c: RunColumns) -> str:
 
 
 def _query(request: Request, recs: str, other: str | None, tables: Mapping[str, str],  # noqa: C901
-           catalog_size: int | None, item: str) -> tuple[str, list[Any]]:
-    """The SQL of one request and its parameters."""
+           catalog_size: int | None, item: str, test: str | None = None) -> tuple[str, list[Any]]:
+    """The SQL of one request and its parameters; ``test``: the view of the qrels' users
+    (``user_coverage``'s users to cover), None without qrels."""
     metric, fn = request.metric, request.metric.name
     if metric.kind == "pair":
         if other is None:
@@ -203,7 +217,9 @@ def _query(request: Request, recs: str, other: str | None, tables: Mapping[str, 
             positional.append("?")
             params.append(value)
             continue
-        if name == "catalog_size" and catalog_size is not None:
+        if name == "test" and test is not None:
+            value = test
+        elif name == "catalog_size" and catalog_size is not None:
             value = catalog_size
         elif name == "catalog" and catalog_size is None and "catalog" in tables:
             value = tables["catalog"]
@@ -265,12 +281,18 @@ def beyond_values(
         truth = view(qrels) if qrels is not None else None
         recs = view(con.sql(_lists_sql(view(run), truth, columns)))
         second = view(con.sql(_lists_sql(view(other), None, columns))) if other else None
+        # user_coverage's users to cover: every user of the qrels.
+        test = None
+        if truth is not None and any(p.name == "test" for r in parsed
+                                     for p in r.metric.parameters):
+            test = view(con.sql(f"SELECT {quote_identifier(columns.user)} AS \"user\" "
+                                f"FROM {truth}"))
         side = {name: view(renamed(table)) for name, table in (tables or {}).items()}
         values: dict[str, Any] = {
             "users": con.execute(f"SELECT count(*) FROM {recs}").fetchall()[0][0]
         }
         for request in parsed:
-            sql, params = _query(request, recs, second, side, catalog_size, columns.item)
+            sql, params = _query(request, recs, second, side, catalog_size, columns.item, test)
             values[request.text] = con.execute(sql, params).fetchall()[0][0]
         return values
     finally:

@@ -21,6 +21,7 @@ Not here: a ``catalog`` table for ``exposure_gini`` and ``serendipity`` (give ``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,6 +33,7 @@ from pyspark.sql.types import DoubleType
 
 from duckrank import seeded_hash
 from duckrank.metrics import debiased
+from duckrank.metrics.beyond.common import DEFAULT_PERSISTENCE, DISCOUNTS
 from duckrank.metrics.beyond_accuracy import jaccard_kernel, overlap_kernel, rbo_kernel
 
 
@@ -100,7 +102,10 @@ class _Inputs:
 
 
 def _exposure(a: _Inputs) -> DataFrame:
-    return a.top().groupBy("item").agg(F.count("*").cast("double").alias("n"))
+    """(item, n): the sum of the discounts of the top-k positions holding the item (their
+    count without a discount)."""
+    weight = _weight(a, "none")
+    return a.top().withColumn("w", weight).groupBy("item").agg(F.sum("w").alias("n"))
 
 
 def _catalog_coverage(a: _Inputs) -> DataFrame:
@@ -127,6 +132,276 @@ def _exposure_gini(a: _Inputs) -> DataFrame:
                       .alias(a.name))
 
 
+def _flag(a: _Inputs, option: str) -> bool:
+    value = a.options.pop(option, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"{a.name}: {option} must be true or false, got {value!r}")
+    return value
+
+
+def _top_counts(a: _Inputs) -> tuple[Column, Column]:
+    """Per row of recs: the non-NULL items of its top k, and the distinct ones (NULL for a NULL
+    list)."""
+    items = F.filter(F.slice(F.col(a.rec), 1, a.k), lambda x: x.isNotNull())
+    return F.size(items), F.size(F.array_distinct(items))
+
+
+def _user_coverage(a: _Inputs) -> DataFrame:
+    full = _flag(a, "full_lists")
+    n, _ = _top_counts(a)
+    listed = (a.recs.where(F.col(a.user).isNotNull())
+              .select(F.col(a.user).alias("user"),
+                      F.coalesce(F.when(F.col(a.rec).isNotNull(), n >= (a.k if full else 1)),
+                                 F.lit(False)).alias("c"))
+              .groupBy("user").agg(F.max("c").alias("covered")))
+    test = a.options.pop("test", None)
+    users = (listed.select("user") if test is None else
+             test.select(F.col(a.user).alias("user")).where(F.col("user").isNotNull()).distinct())
+    covered = F.count(F.when(F.col("covered"), 1))
+    return users.join(listed, "user", "left").agg(
+        (covered / F.when(F.count("*") > 0, F.count("*"))).alias(a.name),
+        covered.alias("covered_users"), F.count("*").alias("users"))
+
+
+def _sufficient_reco(a: _Inputs) -> DataFrame:
+    deep = _flag(a, "deep")
+    n, _ = _top_counts(a)
+    value = n / a.k if deep else (n >= a.k).cast("double")
+    return a.recs.select(F.col(a.user).alias("user"),
+                         F.when(F.col(a.rec).isNotNull(), value).alias(a.name))
+
+
+def _unrepeated_reco(a: _Inputs) -> DataFrame:
+    deep = _flag(a, "deep")
+    n, d = _top_counts(a)
+    value = d / n if deep else (d == n).cast("double")
+    return a.recs.select(F.col(a.user).alias("user"),
+                         F.when(F.col(a.rec).isNotNull() & (n > 0), value).alias(a.name))
+
+
+def _popularity_groups(a: _Inputs, train: DataFrame) -> DataFrame:
+    """(item, grp): 'head' or 'tail' for every item of train (the fairness records' ``head``
+    and ``head_share``: Elliot's 'interactions' or the 'items' rule of long_tail_share)."""
+    head = a.options.pop("head", "interactions")
+    if head not in ("interactions", "items"):
+        raise ValueError(f"{a.name}: head must be 'interactions' or 'items', got {head!r}")
+    if a.options.get("head_share") is None:
+        a.options.pop("head_share", None)
+    share = a.number("head_share", 0.8 if head == "interactions" else 0.2, 0, 1)
+    items = train.where(F.col("item").isNotNull())
+    if head == "items":
+        counts = items.groupBy("item").agg(F.count("*").alias("n"))
+        ranked = (counts.withColumn("above", F.rank().over(Window.orderBy(F.desc("n"))) - 1)
+                  .withColumn("m", F.count("*").over(Window.partitionBy())))
+        return ranked.select("item", F.when(F.col("above") < share * F.col("m"), "head")
+                             .otherwise("tail").alias("grp"))
+    counts = items.distinct().groupBy("item").agg(F.count("*").alias("n"))
+    order = Window.orderBy(F.desc("n"), "item").rowsBetween(Window.unboundedPreceding, -1)
+    ranked = (counts.withColumn("before", F.sum("n").over(order))
+              .withColumn("total", F.sum("n").over(Window.partitionBy())))
+    in_head = F.col("before").isNull() | (share * F.col("total") - F.col("before") > 0)
+    return ranked.select("item", F.when(in_head, "head").otherwise("tail").alias("grp"))
+
+
+def _tail(per_position: bool) -> Callable[[_Inputs], DataFrame]:
+    def compute(a: _Inputs) -> DataFrame:
+        groups = _popularity_groups(a, a.train_items())
+        tail = F.countDistinct(F.when(F.col("grp") == "tail", F.col("item")))
+        value = tail / F.count("item") if per_position else tail
+        rows = a.top().join(groups, "item", "left").groupBy("user")
+        return a.per_user(rows.agg(value.cast("double").alias(a.name)))
+
+    return compute
+
+
+def _item_groups(a: _Inputs) -> DataFrame:
+    table = a.table("item_groups").select(
+        F.col(a.item).alias("item"), F.col(a.options.pop("group_col", "group")).alias("grp"))
+    return _one_row_per_item(a, "item_groups", table).where(
+        F.col("item").isNotNull() & F.col("grp").isNotNull())
+
+
+def _parity(kind: str, popularity: bool) -> Callable[[_Inputs], DataFrame]:
+    """reo, rsp (over item_groups) and pop_reo, pop_rsp (over the head and the tail): the
+    groups' P_g = num_g / den_g summed over the users (DataFrame joins), then std / mean of the
+    few P_g on the driver."""
+
+    def compute(a: _Inputs) -> DataFrame:
+        train = a.train_items().where(F.col("item").isNotNull()).distinct()
+        groups = _popularity_groups(a, train) if popularity else _item_groups(a)
+        top = a.top().select("user", "item").distinct()
+        if kind == "reo":
+            users = a.recs.select(F.col(a.user).alias("user"), F.array_distinct(F.filter(
+                F.col(a.truth), lambda x: x.isNotNull())).alias("truth")).where(
+                F.size("truth") > 0)
+            hits = top.join(users, "user").where(F.array_contains("truth", F.col("item")))
+            num = hits.join(groups, "item").groupBy("grp").count()
+            relevant = users.select("user", F.explode("truth").alias("item"))
+            unseen = relevant.join(train.withColumnRenamed("u", "user"), ["user", "item"],
+                                   "left_anti")
+            den = unseen.join(groups, "item").groupBy("grp").count()
+        else:
+            users = a.recs.select(F.col(a.user).alias("user")).where(
+                F.col("user").isNotNull()).distinct()
+            num = top.join(groups, "item").groupBy("grp").count()
+            seen = (train.withColumnRenamed("u", "user").join(users, "user")
+                    .join(groups, "item").groupBy("grp").agg(F.count("*").alias("seen")))
+            den = (groups.groupBy("grp").agg(F.count("*").alias("size")).join(seen, "grp", "left")
+                   .select("grp", (F.lit(users.count()) * F.col("size")
+                                   - F.coalesce(F.col("seen"), F.lit(0))).alias("count")))
+        nums = {row["grp"]: row["count"] for row in num.collect()}
+        dens = {row["grp"]: row["count"] for row in den.collect()}
+        names = {row["grp"] for row in groups.select("grp").distinct().collect()}
+        if any(not dens.get(g) for g in names):
+            value = None
+        else:
+            p = np.array([nums.get(g, 0) / dens[g] for g in sorted(names, key=str)])
+            value = float(np.std(p) / np.mean(p)) if np.mean(p) else None
+        return a.recs.sparkSession.createDataFrame(
+            [(value, len(names))], f"{a.name} double, groups long")
+
+    return compute
+
+
+def _bias_disparity(a: _Inputs) -> DataFrame:
+    """Per (user group, item group): bs, br and bd, as the macro (Elliot's BiasDisparity)."""
+    train = a.train_items().where(F.col("item").isNotNull()).distinct()
+    items = _item_groups(a)
+    users = a.table("user_groups").select(
+        F.col(a.user).alias("u"), F.col(a.options.pop("user_group_col", "group")).alias("ugrp")
+    ).distinct().where(F.col("u").isNotNull())
+    for row in users.groupBy("u").count().where("count > 1").limit(1).collect():
+        raise ValueError(f"{a.name}: user_groups holds user {row['u']} more than once")
+    users = users.where(F.col("ugrp").isNotNull())
+    share = items.groupBy("grp").count().select(
+        "grp", (F.col("count") / F.sum("count").over(Window.partitionBy())).alias("p"))
+
+    def bias(rows: DataFrame, name: str) -> DataFrame:
+        counts = (rows.join(users, "u").join(items, "item").groupBy("ugrp", "grp")
+                  .agg(F.count("*").alias("n")))
+        pairs = users.select("ugrp").distinct().crossJoin(share)
+        n = F.coalesce(F.col("n"), F.lit(0))
+        total = F.sum(n).over(Window.partitionBy("ugrp"))
+        return pairs.join(counts, ["ugrp", "grp"], "left").select(
+            "ugrp", "grp", (n / F.when(total > 0, total) / F.col("p")).alias(name))
+
+    recommended = a.top().select(F.col("user").alias("u"), "item")
+    both = bias(train, "bs").join(bias(recommended, "br"), ["ugrp", "grp"])
+    return both.select(F.col("ugrp").alias("user_group"), F.col("grp").alias("item_group"),
+                       "bs", "br", ((F.col("br") - F.col("bs")) / F.when(F.col("bs") != 0,
+                                                                        F.col("bs"))).alias("bd"))
+
+
+def _expected_exposure(a: _Inputs) -> DataFrame:
+    """EE-L, EE-D and EE-R per user (Diaz et al. 2020), the user's rows as sampled rankings."""
+    p = a.number("persistence", 0.5, 0, 1, closed=False)
+    rows = a.recs.select(F.col(a.user).alias("user"), F.slice(F.col(a.rec), 1, a.k).alias("top"),
+                         F.col(a.truth).alias("truth"))
+    users = rows.groupBy("user").agg(
+        F.count("*").alias("samples"),
+        F.array_distinct(F.filter(F.first("truth", ignorenulls=True), lambda x: x.isNotNull()))
+        .alias("truth"))
+    exposure = (rows.select("user", F.posexplode("top")).where(F.col("col").isNotNull())
+                .groupBy("user", F.col("col").alias("item"))
+                .agg(F.sum(F.pow(F.lit(p), F.col("pos"))).alias("x")))
+    e = F.col("x") / F.col("samples")
+    m = F.size("truth")
+    target = (1 - F.pow(F.lit(p), m)) / (m * (1 - p))
+    per = users.join(exposure, "user", "left").groupBy("user", "truth").agg(
+        F.coalesce(F.sum(e * e), F.lit(0.0)).alias("d"),
+        F.coalesce(F.sum(F.when(F.array_contains("truth", F.col("item")), e)), F.lit(0.0))
+        .alias("hit"))
+    defined = F.coalesce(m, F.lit(0)) > 0
+    loss = F.col("d") - 2 * F.col("hit") * target + m * target * target
+    return per.select("user", F.when(defined, loss).alias(a.name),
+                      F.when(defined, F.col("d")).alias("disparity"),
+                      F.when(defined, F.col("hit") * target).alias("relevance"))
+
+
+def _mad_rating(of_users: bool) -> Callable[[_Inputs], DataFrame]:
+    """user_mad_rating and item_mad_rating (Elliot's UserMADrating, ItemMADrating): per group
+    the mean of the users' mean top-k score (or of the items' relevant score per slot), then the
+    mean absolute difference between the groups' means on the driver."""
+
+    def compute(a: _Inputs) -> DataFrame:
+        scores = a.options.pop("scores_col", "score")
+        rows = a.recs.select(F.col(a.user).alias("user"), F.col(a.rec).alias("l"),
+                             F.col(scores).alias("x"), F.col(a.truth).alias("truth")).where(
+            F.size(F.filter("truth", lambda i: i.isNotNull())) > 0).where(F.col("l").isNotNull())
+        for row in rows.where(F.coalesce(F.size("x"), F.lit(-1)) != F.size("l")).limit(1) \
+                .collect():
+            raise ValueError(f"{a.name}: scores_col must hold one score per item of rec_col, "
+                             f"user {row['user']} has {len(row['l'])} items and "
+                             f"{len(row['x'] or [])} scores")
+        scored = rows.select("user", "truth", F.explode(F.arrays_zip(
+            F.slice("l", 1, a.k).alias("item"), F.slice("x", 1, a.k).alias("s"))).alias("p")) \
+            .select("user", "truth", F.col("p.item").alias("item"), F.col("p.s").alias("s")) \
+            .where(F.col("item").isNotNull())
+        if of_users:
+            groups = _user_groups(a)
+            values = scored.groupBy("user").agg(F.avg("s").alias("v"))
+            key = "user"
+        else:
+            groups = _item_groups(a)
+            relevant = F.when(F.array_contains("truth", F.col("item")), F.col("s")).otherwise(0.0)
+            values = scored.groupBy("item").agg((F.sum(relevant) / F.count("*")).alias("v"))
+            key = "item"
+        return _mad_between(a, groups, values, key)
+
+    return compute
+
+
+def _user_groups(a: _Inputs) -> DataFrame:
+    groups = a.table("user_groups").select(
+        F.col(a.user).alias("user"), F.col(a.options.pop("user_group_col", "group")).alias("grp")
+    ).distinct()
+    for row in groups.groupBy("user").count().where("count > 1").limit(1).collect():
+        raise ValueError(f"{a.name}: user_groups holds user {row['user']} more than once")
+    return groups.where(F.col("user").isNotNull() & F.col("grp").isNotNull())
+
+
+def _mad_between(a: _Inputs, groups: DataFrame, values: DataFrame, key: str) -> DataFrame:
+    """One row: the mean over pairs of groups of |mean_a - mean_b| of ``values`` (key, v)."""
+    means = {r["grp"]: r["a"] for r in groups.join(values, key, "left").groupBy("grp")
+             .agg(F.avg("v").alias("a")).collect()}
+    ordered = [means[g] for g in sorted(means, key=str)]
+    value = (None if len(ordered) < 2 or any(m is None for m in ordered) else float(
+        np.mean([abs(x - y) for j, y in enumerate(ordered) for x in ordered[:j]])))
+    return a.recs.sparkSession.createDataFrame([(value,)], f"{a.name} double")
+
+
+def _mad_ranking(of_users: bool) -> Callable[[_Inputs], DataFrame]:
+    """user_mad_ranking and item_mad_ranking: Elliot's discounted gains from a MAP truth."""
+
+    def compute(a: _Inputs) -> DataFrame:
+        threshold = float(a.options.pop("threshold", 1))
+
+        def gain(grade: Column) -> Column:
+            return F.when(grade >= threshold, F.pow(F.lit(2.0), grade - threshold + 1) - 1)
+
+        rows = a.recs.select(F.col(a.user).alias("user"), F.slice(F.col(a.rec), 1, a.k)
+                             .alias("top"), F.col(a.truth).alias("truth")).where(
+            F.size(F.filter(F.map_values("truth"), lambda g: g >= threshold)) > 0)
+        slots = rows.select("user", "truth", F.posexplode("top")).where(
+            F.col("col").isNotNull()).select(
+            "user", "pos", F.col("col").alias("item"),
+            F.coalesce(gain(F.col("truth")[F.col("col")]), F.lit(0.0)).alias("g"))
+        if not of_users:
+            values = slots.groupBy("item").agg((F.sum("g") / F.count("*")).alias("v"))
+            return _mad_between(a, _item_groups(a), values, "item")
+        dcg = slots.groupBy("user").agg(F.sum(F.col("g") / F.log2(F.col("pos") + 2)).alias("d"))
+        ideal = F.slice(F.array_sort(F.filter(F.transform(F.map_values("truth"), gain),
+                                              lambda g: g.isNotNull()), lambda x, y: F.when(
+            x > y, -1).when(x < y, 1).otherwise(0)), 1, a.k)
+        idcg = F.aggregate(F.transform(ideal, lambda g, r: g / F.log2(r + 2)), F.lit(0.0),
+                           lambda acc, x: acc + x)
+        values = rows.select("user", idcg.alias("i")).join(dcg, "user", "left").select(
+            "user", F.when(F.col("d") > 0, F.col("d") / F.col("i")).otherwise(0.0).alias("v"))
+        return _mad_between(a, _user_groups(a), values, "user")
+
+    return compute
+
+
 def _one_row_per_item(a: _Inputs, option: str, table: DataFrame) -> DataFrame:
     """``table`` (with an ``item`` column), refusing an item given twice: the join would count
     it twice, a wrong number without a sign (the macros refuse it too)."""
@@ -142,16 +417,39 @@ def _item_mean(a: _Inputs, stats: DataFrame, value: Column) -> DataFrame:
                       .agg(F.avg(value).alias(a.name)))
 
 
+def _weight(a: _Inputs, default: str) -> Column:
+    """The discount of rank ``pos`` (the records' ``discount`` and ``persistence`` options)."""
+    discount = a.options.pop("discount", default)
+    if discount not in DISCOUNTS:
+        raise ValueError(f"{a.name}: discount must be 'none', 'log' or 'rbp', got {discount!r}")
+    persistence = a.options.pop("persistence", DEFAULT_PERSISTENCE)
+    if discount == "rbp":
+        a.options["persistence"] = persistence
+        persistence = a.number("persistence", DEFAULT_PERSISTENCE, 0, 1, closed=False)
+        return F.pow(F.lit(persistence), F.col("pos") - 1)
+    return F.lit(1.0) / F.log2(F.col("pos") + 1) if discount == "log" else F.lit(1.0)
+
+
+def _weighted_mean(a: _Inputs, stats: DataFrame, value: Column, weight: Column) -> DataFrame:
+    """Per user: sum of w(r) value over its top k / sum of w(r), ``stats`` (item, ...)
+    left-joined."""
+    rows = a.top().join(stats, "item", "left").withColumn("w", weight)
+    return a.per_user(rows.groupBy("user").agg(
+        (F.sum(F.col("w") * value) / F.sum("w")).alias(a.name)))
+
+
 def _arp(a: _Inputs) -> DataFrame:
     normalize = a.options.pop("normalize", False)
+    weight = _weight(a, "none")
     train = a.train_items().where(F.col("item").isNotNull())
     counts = train.groupBy("item").agg(F.count("*").cast("double").alias("n"))
     scale = float(train.count()) if normalize else 1.0
-    return _item_mean(a, counts, F.coalesce(F.col("n"), F.lit(0.0)) / scale)
+    return _weighted_mean(a, counts, F.coalesce(F.col("n"), F.lit(0.0)) / scale, weight)
 
 
 def _self_information(a: _Inputs) -> DataFrame:
     normalize = a.options.pop("normalize", False)
+    weight = _weight(a, "none")
     pairs = a.train_items().distinct()
     users = float(pairs.select("u").distinct().count())
     counts = (pairs.where(F.col("item").isNotNull()).groupBy("item")
@@ -159,7 +457,43 @@ def _self_information(a: _Inputs) -> DataFrame:
     value = -F.log2(F.coalesce(F.col("n"), F.lit(1.0)) / users)
     if normalize:
         value = value / F.log2(F.lit(users)) if users > 1 else F.lit(None).cast("double")
-    return _item_mean(a, counts, value)
+    return _weighted_mean(a, counts, value, weight)
+
+
+def _expected_novelty(kind: str, graded: bool = False) -> Callable[[_Inputs], DataFrame]:
+    """epc and efd: sum of w(r) rel(i) nov(i) / sum of w(r) per user with a relevant item, nov
+    from the distinct training users of each item; rel binary (truth a LIST) or, ``graded``,
+    Elliot's 2^(grade - threshold + 1) - 1 (truth a MAP item -> grade)."""
+
+    def compute(a: _Inputs) -> DataFrame:
+        threshold = float(a.options.pop("threshold", 1)) if graded else 0.0
+        weight = _weight(a, "log")
+        train = a.train_items()
+        pairs = train.where(F.col("item").isNotNull()).distinct()
+        counts = pairs.groupBy("item").agg(F.count("u").cast("double").alias("n"))
+        if kind == "epc":
+            total = float(train.select("u").distinct().count())
+            novelty = 1 - F.coalesce(F.col("n"), F.lit(0.0)) / total if total else F.lit(None)
+        else:
+            row = counts.agg(F.sum("n").alias("s"), F.min("n").alias("m")).collect()[0]
+            novelty = (-F.log2(F.coalesce(F.col("n"), F.lit(row["m"])) / row["s"])
+                       if row["s"] else F.lit(None))
+        truth = a.recs.select(F.col(a.user).alias("user"), F.col(a.truth).alias("truth"))
+        rows = (a.top().join(counts, "item", "left").join(truth, "user")
+                .withColumn("w", weight))
+        if graded:
+            grade = F.col("truth")[F.col("item")]
+            relevant = F.when(grade >= threshold, F.pow(F.lit(2.0), grade - threshold + 1) - 1
+                              ).otherwise(0.0)
+            defined = F.size(F.filter(F.map_values(F.first("truth")),
+                                      lambda g: g >= threshold)) > 0
+        else:
+            relevant = F.array_contains(F.col("truth"), F.col("item")).cast("double")
+            defined = F.size(F.filter(F.first("truth"), lambda x: x.isNotNull())) > 0
+        value = F.when(defined, F.sum(F.col("w") * relevant * novelty) / F.sum("w"))
+        return a.per_user(rows.groupBy("user").agg(value.cast("double").alias(a.name)))
+
+    return compute
 
 
 def _long_tail_share(a: _Inputs) -> DataFrame:
@@ -181,6 +515,36 @@ def _ild_category(a: _Inputs) -> DataFrame:
     m = F.sum("n")
     value = (m * m - F.sum(F.col("n") * F.col("n"))) / (m * (m - 1))
     return a.per_user(per.groupBy("user").agg(F.when(m > 1, value).alias(a.name)))
+
+
+def _categorical_diversity(a: _Inputs) -> DataFrame:
+    categories = _one_row_per_item(a, "categories", a.table("categories").select(
+        F.col(a.item).alias("item"), F.col(a.options.pop("category_col", "category"))
+        .alias("cat")))
+    per = (a.top().join(categories, "item", "left").groupBy("user")
+           .agg((F.countDistinct("cat") / F.lit(float(a.k))).alias(a.name)))
+    return a.per_user(per)
+
+
+def _rank_biased_entropy(a: _Inputs) -> DataFrame:
+    """log2 T - (sum over the user's categories of v log2 v + (C - n) s log2 s) / T, v = e + s,
+    T = sum e + s C: the entropy over all C categories of the table, written with the
+    categories absent from the list together."""
+    weight = _weight(a, "rbp")
+    s = a.options.pop("smoothing", 0.0)
+    if isinstance(s, bool) or not isinstance(s, int | float) or s < 0:
+        raise ValueError(f"{a.name}: smoothing must be a number >= 0, got {s!r}")
+    pairs = (a.table("categories").select(
+        F.col(a.item).alias("item"), F.col(a.options.pop("category_col", "category"))
+        .alias("cat")).where(F.col("item").isNotNull() & F.col("cat").isNotNull()).distinct())
+    shares = pairs.withColumn("share", 1.0 / F.count("*").over(Window.partitionBy("item")))
+    n_categories = float(pairs.select("cat").distinct().count())
+    e = (a.top().withColumn("w", weight).join(shares, "item").groupBy("user", "cat")
+         .agg(F.sum(F.col("w") * F.col("share")).alias("e")))
+    total = F.sum("e") + s * n_categories
+    absent = (n_categories - F.count("*")) * s * math.log2(s) if s > 0 else F.lit(0.0)
+    value = F.log2(total) - (F.sum((F.col("e") + s) * F.log2(F.col("e") + s)) + absent) / total
+    return a.per_user(e.groupBy("user").agg(value.alias(a.name)))
 
 
 def _ild_embedding(a: _Inputs) -> DataFrame:
@@ -358,13 +722,34 @@ METRICS: dict[str, Callable[[_Inputs], DataFrame]] = {
     "catalog_coverage": _catalog_coverage,
     "exposure_entropy": _exposure_entropy,
     "exposure_gini": _exposure_gini,
+    "user_coverage": _user_coverage,
+    "sufficient_reco": _sufficient_reco,
+    "unrepeated_reco": _unrepeated_reco,
     "arp": _arp,
+    "epc": _expected_novelty("epc"),
+    "efd": _expected_novelty("efd"),
+    "extended_epc": _expected_novelty("epc", graded=True),
+    "extended_efd": _expected_novelty("efd", graded=True),
     "self_information": _self_information,
     "long_tail_share": _long_tail_share,
     "ild_embedding": _ild_embedding,
     "ild_category": _ild_category,
+    "categorical_diversity": _categorical_diversity,
+    "rank_biased_entropy": _rank_biased_entropy,
     "inter_user_diversity": _inter_user_diversity,
     "serendipity": _serendipity,
+    "aclt": _tail(per_position=False),
+    "aplt": _tail(per_position=True),
+    "pop_reo": _parity("reo", popularity=True),
+    "pop_rsp": _parity("rsp", popularity=True),
+    "reo": _parity("reo", popularity=False),
+    "rsp": _parity("rsp", popularity=False),
+    "bias_disparity": _bias_disparity,
+    "expected_exposure": _expected_exposure,
+    "user_mad_rating": _mad_rating(of_users=True),
+    "item_mad_rating": _mad_rating(of_users=False),
+    "user_mad_ranking": _mad_ranking(of_users=True),
+    "item_mad_ranking": _mad_ranking(of_users=False),
     "overlap_at": _pair,
     "jaccard_at": _pair,
     "rbo": _pair,
@@ -378,7 +763,8 @@ def beyond_accuracy(recs: DataFrame, metric: str, k: int, **options: Any) -> Dat
     """The beyond-accuracy ``metric`` of ``recs`` at cut-off ``k`` as a Spark DataFrame shaped
     like the DuckDB macro's result. ``options`` are the macro's (``normalize=True``,
     ``head_share=0.1``, ``gamma=1``, ``estimator='ips'``, ``p=0.8``, ...), the side tables as
-    DataFrames (``train=``, ``categories=``, ``embeddings=``, ``propensities=``, ``other=``),
+    DataFrames (``train=``, ``categories=``, ``embeddings=``, ``propensities=``, ``other=``,
+    ``test=``, ``item_groups=``, ``user_groups=``),
     ``catalog_size=``, ``vector_col=``, ``pairs=``, ``seed=``,
     and the column names (``user_col``, ``rec_col``, ``truth_col``, ``item_col``)."""
     if metric not in METRICS:

@@ -37,7 +37,8 @@ class SideInputs:
     ``other``, a second system's run (``overlap_at``, ``jaccard_at``, ``rbo``), read with the
     run's columns; the side tables ``SIDE_TABLES``, each a Parquet or CSV path, a relation of the
     connection, or a pandas / polars / Arrow table, with the user and item columns named as the
-    run's; and ``catalog_size``. None: not given."""
+    run's; and ``catalog_size``. None: not given. ``item_groups`` (item, group) is read by
+    ``reo`` and ``rsp``."""
 
     other: Any = None
     train: Any = None
@@ -46,6 +47,7 @@ class SideInputs:
     embeddings: Any = None
     categories: Any = None
     propensities: Any = None
+    item_groups: Any = None
 
     def given(self, name: str) -> bool:
         return getattr(self, name) is not None
@@ -147,7 +149,8 @@ def _beyond_table(
                          "columns")
         other = con.sql(lists_input(view_of(relation, "other")))
     qrels = None
-    if any(p.name == "truth_col" for r in requests for p in r.metric.parameters):
+    # The qrels give serendipity's and the ips_* metrics' truth, and user_coverage's users.
+    if any(p.name in ("truth_col", "test") for r in requests for p in r.metric.parameters):
         qrels = con.sql(
             f"SELECT {c.qrels_query} AS {query}, {c.qrels_item} AS {item}, "
             f"CAST(({convention.relevant}) AS TINYINT) AS duckrank_grade "

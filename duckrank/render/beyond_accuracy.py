@@ -43,6 +43,7 @@ KINDS = {
     "catalogue": "a table macro; one row for the whole recommendations table",
     "per_user": "a table macro; one row per user of recs: `user` and the value",
     "pair": "a scalar macro; one value per row",
+    "per_group": "a table macro; one row per pair of groups (not an evaluate request)",
 }
 
 

@@ -30,6 +30,7 @@ def beyond_accuracy(
     embeddings: Any = None,
     categories: Any = None,
     propensities: Any = None,
+    item_groups: Any = None,
     user_column: str = "user",
     item_column: str = "item",
     score_column: str = "score",
@@ -46,13 +47,15 @@ def beyond_accuracy(
 
     ``run`` (and ``other``, a second system, for ``overlap_at``, ``jaccard_at`` and ``rbo``):
     long tables with a row per (user, item, score), or ranked by ``rank_column`` (1 = best).
-    ``qrels``: (user, item) rows of the users' relevant items, for ``serendipity`` and the
-    ``ips_*`` metrics (with ``grade_column``, the rows with a grade above 0). Side tables, in
+    ``qrels``: (user, item) rows of the users' relevant items, for ``serendipity``, ``epc``,
+    ``efd``, ``pop_reo``, ``reo`` and the ``ips_*`` metrics, and the users ``user_coverage``
+    covers (with ``grade_column``, the rows with a grade above 0). Side tables, in
     the columns the macros read (docs/beyond-accuracy.md): ``train`` (user, item), ``catalog``
     (item) or ``catalog_size``, ``embeddings`` (item, embedding), ``categories`` (item,
     category), ``propensities`` (item, propensity; without it the ``ips_*`` metrics estimate
-    them from ``train``). Each may be a Parquet or CSV path, a DuckDB relation of
-    ``connection``, or a pandas / polars / Arrow table. ``spelling``: how errors name the
+    them from ``train``), ``item_groups`` (item, group; for ``reo`` and ``rsp``). Each may be
+    a Parquet or CSV path, a DuckDB relation of ``connection``, or a pandas / polars / Arrow
+    table. ``spelling``: how errors name the
     arguments (``duckrank beyond`` passes ``duckrank.evaluation.COMMAND_LINE``: its flags).
     """
     import pandas
@@ -65,7 +68,8 @@ def beyond_accuracy(
     roles = {"query": user_column, "item": item_column, "score": rank_column or score_column}
     try:
         side = {"train": train, "catalog": catalog, "embeddings": embeddings,
-                "categories": categories, "propensities": propensities}
+                "categories": categories, "propensities": propensities,
+                "item_groups": item_groups}
         values = beyond_values(
             con, as_relation(con, run, "run", roles, registered),
             [metrics] if isinstance(metrics, str) else metrics,

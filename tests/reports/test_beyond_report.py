@@ -96,7 +96,8 @@ def test_every_kind_matches_its_macro() -> None:
     ("catalog_coverage", "write name@k or name(option=value,...)@k"),
     ("nope@10", "unknown beyond-accuracy metric 'nope'"),
     ("rbo(q=1)@10", "unknown option 'q=1'; rbo takes p, variant"),
-    ("arp(train=x)@10", "unknown option 'train=x'; arp takes normalize, item_col"),
+    ("arp(train=x)@10",
+     "unknown option 'train=x'; arp takes normalize, discount, persistence, item_col"),
 ])
 def test_bad_requests_are_named(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(")

@@ -1,0 +1,328 @@
+"""What the beyond-accuracy records share: the record types, the SQL helper macros and
+text (checks of k and options, top-k unnesting, catalogue size, side tables read once per
+item) and the kernels' reading of the lists."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+Lists = dict[Hashable, Sequence[Hashable] | None]
+
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A macro parameter; ``default`` None means it must be given (positional)."""
+
+    name: str
+    doc: str
+    default: str | None = None
+
+
+@dataclass(frozen=True)
+class BeyondMetric:
+    name: str
+    kind: str
+    summary: str
+    formula: str
+    undefined: str
+    conventions: str
+    peers: str
+    source: str
+    parameters: tuple[Parameter, ...]
+    sql: str
+    kernel: Callable[..., object]
+    # "map": truth_col holds graded judgments (a MAP item -> grade), which the lists that
+    # duckrank.evaluate builds do not carry: such a metric is called in SQL or Spark.
+    truth: str = "list"
+
+    @property
+    def signature(self) -> str:
+        """How the macro is called: ``catalog_coverage(recs, k, catalog := NULL, ...)``."""
+        return f"{self.name}({self.parameter_list})"
+
+    @property
+    def parameter_list(self) -> str:
+        return ", ".join(
+            p.name if p.default is None else f"{p.name} := {p.default}" for p in self.parameters
+        )
+
+
+# --- shared SQL -------------------------------------------------------------------------------
+
+
+def _column(parameter: str) -> str:
+    """The column whose name is the value of a macro parameter, matched exactly (``COLUMNS('x')``
+    alone is a regular expression: 'rec' would also pick 'rec_b')."""
+    return f"COLUMNS(lambda c: c = {parameter})"
+
+
+def _k_sql(fn: str) -> str:
+    """k checked and as BIGINT; ``fn`` is SQL text giving the function's name."""
+    return (
+        f"CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error({fn} || ': k must be a "
+        f"positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END"
+    )
+
+
+def _k(name: str) -> str:
+    return _k_sql(f"'{name}'")
+
+
+def _unit_check(fn: str, name: str, low: str, high: str, closed: bool) -> str:
+    """An error unless ``name`` lies in [low, high] (``closed``) or (low, high)."""
+    outside = (f"{name} < {low} OR {name} > {high}" if closed
+               else f"{name} <= {low} OR {name} >= {high}")
+    interval = f"[{low}, {high}]" if closed else f"({low}, {high})"
+    return (
+        f"CASE WHEN {name} IS NULL OR {outside} THEN error('{fn}: {name} must be a number in "
+        f"{interval}, got ' || coalesce({name}::VARCHAR, 'NULL')) END"
+    )
+
+
+def _flag(fn: str, name: str) -> str:
+    """The value of a true/false option, an error when it is NULL (a CASE would read NULL as
+    false and give the other form's number in silence)."""
+    return (f"CASE WHEN {name} IS NULL THEN error('{fn}: {name} must be true or false, got "
+            f"NULL') ELSE {name}::BOOLEAN END")
+
+
+def _lists_sql(fn: str) -> str:
+    """One row per row of recs, read as it is (no unnesting): ``"user"``, ``top`` (its top k;
+    NULL for a NULL list) and ``kk`` (k, checked). The list is sliced a level up: DuckDB 1.4 and
+    1.5 cannot parse COLUMNS(...)[1:k]."""
+    return (f"SELECT \"user\", l[1:{_k(fn)}] AS top, k::BIGINT AS kk FROM (SELECT "
+            f"{_column('user_col')} AS \"user\", {_column('rec_col')} AS l FROM "
+            "query_table(recs))")
+
+
+def _top_items_macro(name: str, truth: bool) -> str:
+    """Each user's top k, one row per position: (user, item, pos), and with ``truth`` also
+    ``truth`` (the row's truth_col list, for the metrics that need relevance). A user whose top k
+    is empty gets one row (pos and item NULL), so that the per-user macros give it a row with a
+    NULL value."""
+    extra_parameter, extra_column, passed = (
+        (", truth_col", f", {_column('truth_col')} AS truth", ", truth") if truth else ("", "", "")
+    )
+    return (
+        f"CREATE OR REPLACE MACRO {name}(fn, recs, k, user_col, rec_col{extra_parameter}) "
+        "AS TABLE\n"
+        f"SELECT \"user\"{passed}, unnest(CASE WHEN coalesce(len(top), 0) = 0 THEN [NULL] "
+        "ELSE top END) AS item,\n"
+        "  unnest(CASE WHEN coalesce(len(top), 0) = 0 THEN [NULL] ELSE range(1, len(top) + 1) "
+        "END) AS pos\n"
+        # The list is sliced a level up: DuckDB 1.4 and 1.5 cannot parse COLUMNS(...)[1:k].
+        f"FROM (SELECT \"user\", r[1:{_k_sql('fn')}] AS top{passed} FROM (SELECT "
+        f"{_column('user_col')} AS \"user\", {_column('rec_col')} AS r{extra_column} "
+        "FROM query_table(recs)))"
+    )
+
+
+TOP_ITEMS = _top_items_macro("duckrank_top_items", truth=False)
+TOP_ITEMS_WITH_TRUTH = _top_items_macro("duckrank_top_items_truth", truth=True)
+
+# The items of every top k, one row per position that holds an item, and nothing else: what the
+# catalogue metrics read. Through duckrank_top_items (users, positions, a row for an empty list)
+# catalog_coverage took 1.8x the time at 1,000,000 users x top 10, slower than RecTools'
+# CatalogCoverage on its ready-made long frame.
+RECOMMENDED_ITEMS = (
+    "CREATE OR REPLACE MACRO duckrank_recommended_items(fn, recs, k, rec_col) AS TABLE\n"
+    f"SELECT item FROM (SELECT unnest(r[1:{_k_sql('fn')}]) AS item FROM (SELECT "
+    f"{_column('rec_col')} AS r FROM query_table(recs))) WHERE item IS NOT NULL"
+)
+
+# How often each item is in a top k, over all users.
+EXPOSURE = (
+    "CREATE OR REPLACE MACRO duckrank_exposure(fn, recs, k, user_col, rec_col) AS TABLE\n"
+    "SELECT item, count(*)::DOUBLE AS n "
+    "FROM duckrank_recommended_items(fn, recs, k, rec_col) GROUP BY item"
+)
+
+def quoted_identifier_sql(parameter: str) -> str:
+    """SQL text giving the value of a macro parameter as a quoted identifier, for a query()
+    string: a column name, never SQL."""
+    return f"'\"' || replace({parameter}, '\"', '\"\"') || '\"'"
+
+
+def named_table_sql(parameter: str) -> str:
+    """SQL text giving ``query_table('<value>')`` for a query() string: the table named by a
+    macro parameter, as a string literal (quotes doubled) that query_table reads as a name ('my
+    table', 's.t', '"a.b"'), never as SQL. Spliced in as it is, a value bound as a query
+    parameter ran as SQL (a subquery read a file), and a name that needs quoting failed. query()
+    is there only because query_table(NULL) does not bind: the caller reads the table when the
+    parameter is not NULL."""
+    return f"'query_table(''' || replace({parameter}, '''', '''''') || ''')'"
+
+
+# The catalogue's items (column c): the item_col values of the table named by catalog, none
+# when it is NULL.
+_CATALOG_ITEMS = (
+    "query(CASE WHEN catalog IS NULL THEN 'SELECT NULL AS c LIMIT 0' ELSE 'SELECT ' || "
+    f"{quoted_identifier_sql('item_col')} || ' AS c FROM ' || {named_table_sql('catalog')} END)"
+)
+
+# The catalogue size: given as a number, or the distinct non-NULL items of a table's column.
+CATALOG_SIZE = (
+    "CREATE OR REPLACE MACRO duckrank_catalog_size(fn, catalog, catalog_size, item_col) AS\n"
+    "CASE WHEN catalog IS NULL AND catalog_size IS NULL THEN error(fn || ': give catalog (a "
+    "table name) or catalog_size (a number of items)')\n"
+    "  WHEN catalog IS NOT NULL AND catalog_size IS NOT NULL THEN error(fn || ': give catalog or "
+    "catalog_size, not both')\n"
+    "  WHEN catalog_size < 1 OR catalog_size <> trunc(catalog_size) THEN error(fn || ': "
+    "catalog_size must be a positive integer, got ' || catalog_size::VARCHAR)\n"
+    f"  ELSE coalesce(catalog_size, (SELECT count(DISTINCT c) FROM {_CATALOG_ITEMS}))::DOUBLE END"
+)
+
+HELPERS = (TOP_ITEMS, TOP_ITEMS_WITH_TRUTH, RECOMMENDED_ITEMS, EXPOSURE, CATALOG_SIZE)
+
+_RECS = Parameter("recs", "name of the table or view of recommendations (a string)")
+_K = Parameter("k", "cut-off: the top k of each list (a positive integer)")
+_USER = Parameter("user_col", "user column of recs (and of train)", "'user'")
+_REC = Parameter("rec_col", "LIST column of recs, best first", "'rec'")
+_ITEM = Parameter("item_col", "item column of the side table", "'item'")
+_CATALOG = (
+    Parameter("catalog", "name of a table of the catalogue's items (distinct item_col values)",
+              "NULL"),
+    Parameter("catalog_size", "the number of items in the catalogue", "NULL"),
+)
+_TRAIN = Parameter("train", "name of the table of training interactions (user_col, item_col)")
+
+
+# --- rank discounts (arp, self_information, the exposure metrics, epc, efd, entropy) --------------
+
+DISCOUNTS = ("none", "log", "rbp")
+DEFAULT_PERSISTENCE = 0.85  # LensKit's GeometricRankWeight (duckrank's rbp metric takes 0.9)
+
+
+def discount_parameters(default: str) -> tuple[Parameter, Parameter]:
+    """The ``discount`` option (``default`` its default) and the rbp discount's persistence."""
+    return (
+        Parameter("discount", "the weight of rank r: 'none' (1), 'log' (ndcg's 1 / log2(r + 1)) "
+                  "or 'rbp' (rbp's persistence^(r - 1))", f"'{default}'"),
+        Parameter("persistence", "the 'rbp' discount's p, a number in (0, 1)",
+                  str(DEFAULT_PERSISTENCE)),
+    )
+
+
+def _weight(fn: str, pos: str = "pos") -> str:
+    """SQL of the discount of rank ``pos``, checking discount and persistence (persistence only
+    where it is read)."""
+    return (
+        f"CASE WHEN discount = 'none' THEN 1.0 WHEN discount = 'log' THEN 1.0 / log2({pos} + 1) "
+        "WHEN discount = 'rbp' AND persistence > 0 AND persistence < 1 THEN "
+        f"pow(persistence, {pos} - 1) WHEN discount = 'rbp' THEN error('{fn}: persistence must "
+        "be a number in (0, 1), got ' || coalesce(persistence::VARCHAR, 'NULL')) "
+        f"ELSE error('{fn}: discount must be ''none'', ''log'' or ''rbp'', got ' || "
+        "coalesce(discount::VARCHAR, 'NULL')) END"
+    )
+
+
+def discount_weight(rank: int, discount: str = "none",
+                    persistence: float = DEFAULT_PERSISTENCE) -> float:
+    """The kernels' discount of ``rank`` (from 1), from the formulas: ndcg's and rbp's."""
+    if discount == "log":
+        return 1.0 / math.log2(rank + 1)
+    if discount == "rbp":
+        return persistence ** (rank - 1)
+    return 1.0
+
+
+def _positioned(recs: Lists, k: int) -> dict[Hashable, list[tuple[int, Hashable]]]:
+    """Each user's top k as (rank, item), NULL elements left out with their ranks kept."""
+    return {u: [(r, i) for r, i in enumerate(list(items or [])[:k], start=1) if i is not None]
+            for u, items in recs.items()}
+
+
+def _discounted_mean(recs: Lists, k: int, value: Callable[[Hashable], float],
+                     discount: str = "none", persistence: float = DEFAULT_PERSISTENCE
+                     ) -> dict[Hashable, float | None]:
+    """Per user: sum of w(r) value(i) over its top k / sum of w(r); NULL without an item."""
+    out: dict[Hashable, float | None] = {}
+    for user, ranked in _positioned(recs, k).items():
+        weights = [discount_weight(r, discount, persistence) for r, _ in ranked]
+        out[user] = (sum(w * value(i) for w, (_, i) in zip(weights, ranked, strict=True))
+                     / sum(weights)) if ranked else None
+    return out
+
+
+def _top(fn: str) -> str:
+    return f"duckrank_top_items('{fn}', recs, k, user_col, rec_col)"
+
+
+def _recommended(fn: str) -> str:
+    return f"duckrank_recommended_items('{fn}', recs, k, rec_col)"
+
+
+def _weighted_top(fn: str, truth: bool = False) -> str:
+    """Each user's top k as _top gives it (with ``truth``: and the truth_col list), with ``w``,
+    the discount of the position (NULL where the position holds no item)."""
+    top = (f"duckrank_top_items_truth('{fn}', recs, k, user_col, rec_col, truth_col)" if truth
+           else _top(fn))
+    return f"(SELECT *, CASE WHEN item IS NOT NULL THEN {_weight(fn)} END AS w FROM {top})"
+
+
+def _exposure(fn: str) -> str:
+    return f"duckrank_exposure('{fn}', recs, k, user_col, rec_col)"
+
+
+def _discounted_exposure(fn: str) -> str:
+    """(item, n): n = the sum over the top-k positions holding the item of their discount; with
+    discount 'none' the count of duckrank_exposure (the other branch is planned away)."""
+    return (f"(FROM {_exposure(fn)} WHERE discount = 'none' UNION ALL SELECT item, sum(w) AS n "
+            f"FROM {_weighted_top(fn)} WHERE item IS NOT NULL AND discount IS DISTINCT FROM "
+            "'none' GROUP BY item)")
+
+
+def _weighted_exposure_counts(recs: Lists, k: int, discount: str = "none",
+                              persistence: float = DEFAULT_PERSISTENCE) -> dict[Hashable, float]:
+    """The kernels' exposure: per item, the sum of the discounts of the positions holding it."""
+    counts: dict[Hashable, float] = {}
+    for ranked in _positioned(recs, k).values():
+        for rank, item in ranked:
+            counts[item] = counts.get(item, 0.0) + discount_weight(rank, discount, persistence)
+    return counts
+
+
+def _catalog_size(fn: str) -> str:
+    return f"duckrank_catalog_size('{fn}', catalog, catalog_size, item_col)"
+
+
+def _one_row_per_item(fn: str, table: str, rows: str) -> str:
+    """``rows`` (a query with an ``item`` column, read from the side table ``table``), refusing
+    an item given twice: the join would count it twice, a wrong number without a sign."""
+    return (
+        f"SELECT * EXCLUDE (duckrank_rows) FROM (SELECT *, count(*) OVER (PARTITION BY item) "
+        f"AS duckrank_rows FROM ({rows})) WHERE CASE WHEN item IS NOT NULL AND duckrank_rows > 1 "
+        f"THEN error('{fn}: {table} holds item ' || item::VARCHAR || ' more than once') "
+        "ELSE true END"
+    )
+
+
+def _train_items() -> str:
+    return f"SELECT {_column('item_col')} AS item FROM query_table(train)"
+
+
+# --- kernels' shared reading (plain Python over dicts of lists) -----------------------------
+
+
+def _tops(recs: Lists, k: int) -> dict[Hashable, list[Hashable]]:
+    return {u: [i for i in (items or [])[:k] if i is not None] for u, items in recs.items()}
+
+
+def _exposure_counts(recs: Lists, k: int) -> Counter:
+    return Counter(i for items in _tops(recs, k).values() for i in items)
+
+
+def _per_user(recs: Lists, k: int, value: Callable[[list[Hashable]], float | None]
+              ) -> dict[Hashable, float | None]:
+    return {u: (value(items) if items else None) for u, items in _tops(recs, k).items()}
+
+
+def _jaccard_distance(a: set, b: set) -> float | None:
+    union = len(a | b)
+    return None if union == 0 else 1.0 - len(a & b) / union
+
+

@@ -1,0 +1,782 @@
+"""Popularity bias and item-group fairness (issue 28): how much of the long tail the lists show
+(ACLT, APLT), and whether groups of items (the popular head and the long tail, or groups the
+user gives) get the same chance to be recommended (RSP) and to be recommended when relevant
+(REO), as Elliot computes them.
+
+The head and the tail are computed from the training interactions two ways (``head``):
+``'interactions'``, Elliot's (the most popular items, by distinct training users, until they
+hold ``head_share`` of the training interactions, 0.8 by default; the item that crosses the
+share is in the head), and ``'items'``, the rule of ``long_tail_share`` (the ``head_share``
+most popular items by training rows, 0.2 by default, ties with the last one included). Items
+absent from train are in neither group.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Iterable, Sequence
+
+import numpy as np
+
+from duckrank.metrics.beyond.common import (
+    _ITEM,
+    _K,
+    _REC,
+    _RECS,
+    _TRAIN,
+    _USER,
+    BeyondMetric,
+    Lists,
+    Parameter,
+    _column,
+    _one_row_per_item,
+    _top,
+    _tops,
+)
+
+Pairs = Iterable[tuple[Hashable, Hashable]]
+HEADS = ("interactions", "items")
+DEFAULT_SHARE = {"interactions": 0.8, "items": 0.2}
+
+# --- kernels (plain Python from Elliot's definitions: the independent check) -------------------
+
+
+def head_and_tail(train: Pairs, head: str = "interactions", head_share: float | None = None
+                  ) -> tuple[set, set]:
+    """The popular head and the long tail of the items of train (Elliot's Popularity class for
+    'interactions', ties in popularity broken by the item, ascending)."""
+    pairs = list(train)
+    share = DEFAULT_SHARE[head] if head_share is None else head_share
+    if head == "items":
+        counts = Counter(i for _, i in pairs if i is not None)
+        m = len(counts)
+        top = {i for i, n in counts.items()
+               if sum(1 for other in counts.values() if other > n) < share * m}
+        return top, set(counts) - top
+    users = Counter(i for _, i in set(pairs) if i is not None)
+    limit = share * sum(users.values())
+    top: set = set()
+    for item, n in sorted(users.items(), key=lambda x: (-x[1], x[0])):
+        top.add(item)
+        limit -= n
+        if limit <= 0:
+            break
+    return top, set(users) - top
+
+
+def _tail_kernel(per_position: bool):
+    def kernel(recs: Lists, k: int, train: Pairs, head: str = "interactions",
+               head_share: float | None = None) -> dict[Hashable, float | None]:
+        _, tail = head_and_tail(train, head, head_share)
+        out: dict[Hashable, float | None] = {}
+        for user, items in _tops(recs, k).items():
+            count = len(set(items) & tail)
+            out[user] = None if not items else (count / len(items) if per_position else count)
+        return out
+
+    return kernel
+
+
+aclt_kernel = _tail_kernel(per_position=False)
+aplt_kernel = _tail_kernel(per_position=True)
+
+
+def _std_over_mean(num: dict, den: dict) -> float | None:
+    if any(den[g] == 0 for g in den):
+        return None
+    pr = np.array([num.get(g, 0) / den[g] for g in sorted(den, key=str)], dtype=np.float64)
+    return float(np.std(pr) / np.mean(pr)) if np.mean(pr) > 0 else None
+
+
+def reo_kernel(recs: Lists, truths: Lists, k: int, train: Pairs,
+               groups: dict[Hashable, Hashable]) -> float | None:
+    """Elliot's REO: per group g, the relevant recommended items of g over the relevant items of
+    g the user did not train on, summed over the users with a relevant item; std / mean."""
+    seen = set(train)
+    num: Counter = Counter()
+    den: Counter = Counter({g: 0 for g in set(groups.values())})
+    for user, items in _tops(recs, k).items():
+        truth = {i for i in (truths.get(user) or []) if i is not None}
+        if not truth:
+            continue
+        for item in set(items) & truth:
+            if item in groups:
+                num[groups[item]] += 1
+        for item in truth:
+            if item in groups and (user, item) not in seen:
+                den[groups[item]] += 1
+    return _std_over_mean(num, den)
+
+
+def rsp_kernel(recs: Lists, k: int, train: Pairs, groups: dict[Hashable, Hashable]
+               ) -> float | None:
+    """Elliot's RSP: per group g, the recommended items of g over the items of g the user did
+    not train on, summed over the users of recs; std / mean."""
+    seen = set(train)
+    members: dict = {}
+    for item, group in groups.items():
+        members.setdefault(group, set()).add(item)
+    num: Counter = Counter()
+    den: Counter = Counter({g: 0 for g in members})
+    for user, items in _tops(recs, k).items():
+        for item in set(items):
+            if item in groups:
+                num[groups[item]] += 1
+        for group, of_group in members.items():
+            den[group] += sum((user, i) not in seen for i in of_group)
+    return _std_over_mean(num, den)
+
+
+def popularity_groups(train: Pairs, head: str = "interactions",
+                      head_share: float | None = None) -> dict[Hashable, str]:
+    top, tail = head_and_tail(train, head, head_share)
+    return {**{i: "head" for i in top}, **{i: "tail" for i in tail}}
+
+
+def bias_disparity_kernel(recs: Lists, k: int, train: Pairs,
+                          user_groups: dict[Hashable, Hashable],
+                          item_groups: dict[Hashable, Hashable]
+                          ) -> dict[tuple[Hashable, Hashable], tuple]:
+    """Elliot's BiasDisparityBS, BR and BD (Tsintzou et al.): per (user group, item group),
+    (bs, br, bd); None where a denominator is 0."""
+    size = Counter(item_groups.values())
+    share = {c: n / len(item_groups) for c, n in size.items()}
+
+    def bias(rows: Iterable[tuple[Hashable, Hashable]]) -> dict:
+        counts: Counter = Counter()
+        totals: Counter = Counter()
+        for user, item in rows:
+            if user in user_groups and item in item_groups:
+                counts[user_groups[user], item_groups[item]] += 1
+                totals[user_groups[user]] += 1
+        return {(g, c): (counts[g, c] / totals[g] / share[c] if totals[g] else None)
+                for g in set(user_groups.values()) for c in share}
+
+    bs = bias(set(train))
+    br = bias((u, i) for u, items in _tops(recs, k).items() for i in items)
+    return {key: (bs[key], br[key], None if bs[key] in (None, 0) or br[key] is None
+                  else (br[key] - bs[key]) / bs[key]) for key in bs}
+
+
+def expected_exposure_kernel(recs: Iterable[tuple[Hashable, Sequence | None]], truths: Lists,
+                             k: int, persistence: float = 0.5
+                             ) -> dict[Hashable, tuple | None]:
+    """Diaz et al. (2020): per user (rows of ``recs`` = sampled rankings), (EE-L, EE-D, EE-R)
+    from the expected exposure e(d) = mean over samples of p^(rank - 1) (top k) and the target
+    (1 - p^m) / (m (1 - p)) for each of the m relevant items."""
+    samples: dict[Hashable, list] = {}
+    for user, rec in recs:
+        samples.setdefault(user, []).append(rec)
+    out: dict[Hashable, tuple | None] = {}
+    for user, lists in samples.items():
+        relevant = {i for i in (truths.get(user) or []) if i is not None}
+        if not relevant:
+            out[user] = None
+            continue
+        exposure: dict = {}
+        for rec in lists:
+            for rank, item in enumerate(list(rec or [])[:k], start=1):
+                if item is not None:
+                    exposure[item] = exposure.get(item, 0.0) + persistence ** (rank - 1) / len(
+                        lists)
+        m = len(relevant)
+        target = (1 - persistence ** m) / (m * (1 - persistence))
+        items = set(exposure) | relevant
+        ideal = {i: target if i in relevant else 0.0 for i in items}
+        out[user] = (sum((exposure.get(i, 0.0) - ideal[i]) ** 2 for i in items),
+                     sum(x * x for x in exposure.values()),
+                     sum(exposure.get(i, 0.0) * target for i in relevant))
+    return out
+
+
+def _mean_absolute_difference(averages: dict) -> float | None:
+    """Elliot's MAD: the mean over pairs of groups of |avg_a - avg_b| (None with a group
+    without members or fewer than two groups)."""
+    values = [averages[g] for g in sorted(averages, key=str)]
+    if len(values) < 2 or any(v is None for v in values):
+        return None
+    return float(np.mean([abs(a - b) for j, b in enumerate(values) for a in values[:j]]))
+
+
+def _scored(recs: Lists, scores: Lists, truths: Lists, k: int):
+    """(user, [(item, score)] of the top k) for the users with a relevant item."""
+    for user, items in recs.items():
+        if any(i is not None for i in (truths.get(user) or [])):
+            pairs = zip(list(items or [])[:k], list(scores.get(user) or [])[:k], strict=False)
+            yield user, [(i, s) for i, s in pairs if i is not None]
+
+
+def user_mad_rating_kernel(recs: Lists, scores: Lists, truths: Lists, k: int,
+                           user_groups: dict) -> float | None:
+    """Elliot's UserMADrating: per user group, the mean over its users of the mean predicted
+    score of their top k (users with a relevant item); MAD between the groups."""
+    sums: dict = {g: [] for g in set(user_groups.values())}
+    for user, pairs in _scored(recs, scores, truths, k):
+        if user in user_groups and pairs:
+            sums[user_groups[user]].append(float(np.mean([s for _, s in pairs])))
+    return _mean_absolute_difference({g: (float(np.mean(v)) if v else None)
+                                      for g, v in sums.items()})
+
+
+def item_mad_rating_kernel(recs: Lists, scores: Lists, truths: Lists, k: int,
+                           item_groups: dict) -> float | None:
+    """Elliot's ItemMADrating: per item, the predicted scores where it was recommended to a
+    user who finds it relevant, summed, over the times it was recommended (users with a
+    relevant item); per item group the mean over its items; MAD between the groups."""
+    gain: dict = {}
+    count: Counter = Counter()
+    for user, pairs in _scored(recs, scores, truths, k):
+        truth = set(truths[user])
+        for item, score in pairs:
+            count[item] += 1
+            gain[item] = gain.get(item, 0.0) + (score if item in truth else 0.0)
+    per_group: dict = {g: [] for g in set(item_groups.values())}
+    for item, total in gain.items():
+        if item in item_groups:
+            per_group[item_groups[item]].append(total / count[item])
+    return _mean_absolute_difference({g: (float(np.mean(v)) if v else None)
+                                      for g, v in per_group.items()})
+
+
+def _graded_users(recs: Lists, grades: dict, k: int, threshold: float):
+    """(user, top k, gain of an item) for the users with a grade of at least threshold; gain =
+    Elliot's discounted relevance 2^(grade - threshold + 1) - 1 (0 below threshold)."""
+    for user, items in recs.items():
+        graded = {i: g for i, g in (grades.get(user) or {}).items() if g is not None}
+        gains = {i: 2.0 ** (g - threshold + 1) - 1 for i, g in graded.items() if g >= threshold}
+        if gains:
+            yield user, list(items or [])[:k], gains
+
+
+def user_mad_ranking_kernel(recs: Lists, grades: dict, k: int, user_groups: dict,
+                            threshold: float = 1) -> float | None:
+    """Elliot's UserMADranking: per user group, the mean nDCG (Elliot's: discounted gains,
+    1 / log2(rank + 1), 0 without a gain) of its users; MAD between the groups."""
+    sums: dict = {g: [] for g in set(user_groups.values())}
+    for user, top, gains in _graded_users(recs, grades, k, threshold):
+        if user not in user_groups:
+            continue
+        dcg = sum(gains.get(i, 0.0) / np.log2(r + 2) for r, i in enumerate(top) if i is not None)
+        ideal = sorted(gains.values(), reverse=True)[:k]
+        idcg = sum(g / np.log2(r + 2) for r, g in enumerate(ideal))
+        sums[user_groups[user]].append(dcg / idcg if dcg > 0 else 0.0)
+    return _mean_absolute_difference({g: (float(np.mean(v)) if v else None)
+                                      for g, v in sums.items()})
+
+
+def item_mad_ranking_kernel(recs: Lists, grades: dict, k: int, item_groups: dict,
+                            threshold: float = 1) -> float | None:
+    """Elliot's ItemMADranking: per item, its discounted gains over the slots holding it (users
+    with a gain), per item group the mean over its items; MAD between the groups."""
+    gain: dict = {}
+    count: Counter = Counter()
+    for _, top, gains in _graded_users(recs, grades, k, threshold):
+        for item in top:
+            if item is not None:
+                count[item] += 1
+                gain[item] = gain.get(item, 0.0) + gains.get(item, 0.0)
+    per_group: dict = {g: [] for g in set(item_groups.values())}
+    for item, total in gain.items():
+        if item in item_groups:
+            per_group[item_groups[item]].append(total / count[item])
+    return _mean_absolute_difference({g: (float(np.mean(v)) if v else None)
+                                      for g, v in per_group.items()})
+
+
+# --- SQL --------------------------------------------------------------------------------------
+
+_HEAD = (
+    Parameter("head", "how the popular head is chosen: 'interactions' (Elliot's) or 'items'",
+              "'interactions'"),
+    Parameter("head_share", "the head's share: of the interactions (default 0.8) or of the "
+              "items (default 0.2)", "NULL"),
+)
+
+
+def _train_pairs_sql() -> str:
+    """tr(u, item): the distinct training pairs (Elliot counts a repeated pair once)."""
+    return (f"tr AS (SELECT DISTINCT {_column('user_col')} AS u, {_column('item_col')} AS item "
+            "FROM query_table(train) WHERE item IS NOT NULL)")
+
+
+def _groups_sql(fn: str) -> str:
+    """g(item, grp): 'head' or 'tail' for every item of train, by the head option (needs tr)."""
+    checked = (f"CASE WHEN head IS NULL OR head NOT IN ('interactions', 'items') THEN error('{fn}: "
+               "head must be ''interactions'' or ''items'', got ' || coalesce(head, 'NULL')) "
+               "ELSE head END")
+    share = (f"CASE WHEN head_share IS NOT NULL AND (head_share < 0 OR head_share > 1) THEN "
+             f"error('{fn}: head_share must be a number in [0, 1], got ' || head_share::VARCHAR) "
+             "ELSE coalesce(head_share, CASE WHEN head = 'items' THEN 0.2 ELSE 0.8 END) END")
+    # The branches below are chosen by h, read from `share`, so that the checks run: a filter
+    # on the constant head alone was planned away (DuckDB 1.4) and a bad head gave no error.
+    return (
+        f"share AS (SELECT {share} AS s, {checked} AS h),\n"
+        "users_of AS (SELECT item, count(*) AS n FROM tr GROUP BY item),\n"
+        f"rows_of AS (SELECT {_column('item_col')} AS item, count(*) AS n FROM query_table(train) "
+        "WHERE item IS NOT NULL GROUP BY item),\n"
+        # Elliot: add items, most popular first, until the share of interactions is reached.
+        "by_interactions AS (SELECT item, sum(n) OVER (ORDER BY n DESC, item ROWS BETWEEN "
+        "UNBOUNDED PRECEDING AND 1 PRECEDING) AS before, sum(n) OVER () AS total FROM users_of),\n"
+        "by_items AS (SELECT item, rank() OVER (ORDER BY n DESC) - 1 AS above, count(*) OVER () "
+        "AS m FROM rows_of),\n"
+        # The first item is in the head whatever the share (Elliot adds, then checks).
+        "g AS (SELECT item, CASE WHEN before IS NULL OR (SELECT s FROM share) * total - before > "
+        "0 THEN 'head' ELSE 'tail' END AS grp FROM by_interactions WHERE (SELECT h FROM share) "
+        "= 'interactions' UNION ALL SELECT item, CASE WHEN above < (SELECT s FROM share) * m "
+        "THEN 'head' ELSE 'tail' END FROM by_items WHERE (SELECT h FROM share) = 'items')"
+    )
+
+
+def _given_groups_sql(fn: str) -> str:
+    """g(item, grp) from the item_groups table, one group per item."""
+    return ("g AS (SELECT * FROM (" + _one_row_per_item(
+        fn, "item_groups", f"SELECT {_column('item_col')} AS item, {_column('group_col')} AS grp "
+        "FROM query_table(item_groups)") + ") WHERE item IS NOT NULL AND grp IS NOT NULL)")
+
+
+def _tail_sql(fn: str, per_position: bool) -> str:
+    value = "count(DISTINCT t.item) FILTER (WHERE g.grp = 'tail')"
+    if per_position:
+        value += " / count(t.item)"
+    return (f"WITH {_train_pairs_sql()},\n{_groups_sql(fn)}\n"
+            f"SELECT t.\"user\", CASE WHEN count(t.item) > 0 THEN {value} END AS {fn} "
+            f"FROM {_top(fn)} t LEFT JOIN g ON t.item = g.item GROUP BY t.\"user\"")
+
+
+# std / mean of the groups' probabilities p (NULL when a group has no denominator).
+_STD_OVER_MEAN = ("SELECT CASE WHEN count(p) = count(*) THEN stddev_pop(p) / nullif(avg(p), 0) "
+                  "END AS {fn}, count(*) AS groups FROM pr")
+
+
+def _reo_sql(fn: str, groups: str) -> str:
+    """Elliot's REO over the groups g: per group, the distinct relevant items of the users' top
+    k over their relevant items they did not train on (users with a relevant item only)."""
+    return (
+        f"WITH {_train_pairs_sql()},\n{groups},\n"
+        f"users AS (SELECT {_column('user_col')} AS \"user\", "
+        f"list_distinct({_column('truth_col')}) AS truth FROM query_table(recs)),\n"
+        "rel AS (SELECT \"user\", unnest(truth) AS item FROM users WHERE len(truth) > 0),\n"
+        "hit AS (SELECT DISTINCT t.\"user\", t.item FROM "
+        f"{_top(fn)} t JOIN users u ON t.\"user\" = u.\"user\" "
+        "WHERE t.item IS NOT NULL AND list_contains(u.truth, t.item)),\n"
+        "num AS (SELECT g.grp, count(*) AS n FROM hit JOIN g ON hit.item = g.item "
+        "GROUP BY g.grp),\n"
+        "den AS (SELECT g.grp, count(*) AS n FROM rel JOIN g ON rel.item = g.item LEFT JOIN tr "
+        "ON tr.u = rel.\"user\" AND tr.item = rel.item WHERE tr.u IS NULL GROUP BY g.grp),\n"
+        "pr AS (SELECT coalesce(num.n, 0) / nullif(den.n, 0) AS p FROM (SELECT DISTINCT grp "
+        "FROM g) gg LEFT JOIN num ON gg.grp = num.grp LEFT JOIN den ON gg.grp = den.grp)\n"
+        + _STD_OVER_MEAN.format(fn=fn)
+    )
+
+
+def _rsp_sql(fn: str, groups: str) -> str:
+    """Elliot's RSP over the groups g: per group, the distinct items of the users' top k over
+    the items of the group the users did not train on (every user of recs)."""
+    return (
+        f"WITH {_train_pairs_sql()},\n{groups},\n"
+        f"users AS (SELECT DISTINCT {_column('user_col')} AS \"user\" FROM query_table(recs) "
+        "WHERE \"user\" IS NOT NULL),\n"
+        "num AS (SELECT g.grp, count(*) AS n FROM (SELECT DISTINCT \"user\", item FROM "
+        f"{_top(fn)} WHERE item IS NOT NULL) x JOIN g ON x.item = g.item GROUP BY g.grp),\n"
+        "size AS (SELECT grp, count(*) AS n FROM g GROUP BY grp),\n"
+        "seen AS (SELECT g.grp, count(*) AS n FROM tr JOIN users ON tr.u = users.\"user\" "
+        "JOIN g ON tr.item = g.item GROUP BY g.grp),\n"
+        "pr AS (SELECT coalesce(num.n, 0) / nullif((SELECT count(*) FROM users) * size.n - "
+        "coalesce(seen.n, 0), 0) AS p FROM size LEFT JOIN num ON size.grp = num.grp "
+        "LEFT JOIN seen ON size.grp = seen.grp)\n"
+        + _STD_OVER_MEAN.format(fn=fn)
+    )
+
+
+# --- the records ------------------------------------------------------------------------------
+
+_SOURCE_ABDOLLAHPOURI = ("Abdollahpouri, Burke and Mobasher, 'Managing popularity bias in "
+                         "recommender systems with personalized re-ranking' (FLAIRS 2019); "
+                         "Elliot (Anelli et al., SIGIR 2021) ACLT and APLT")
+_SOURCE_ZHU = ("Zhu, Wang and Caverlee, 'Measuring and mitigating item under-recommendation "
+               "bias in personalized ranking systems' (SIGIR 2020), RSP and REO; Elliot "
+               "(Anelli et al., SIGIR 2021)")
+_HEAD_CONVENTIONS = ("The head: see `head` (Elliot's 'interactions': most popular first by "
+                     "distinct training users, ties by item id ascending, until the head holds "
+                     "head_share of the distinct training pairs; 'items': the head_share most "
+                     "popular items by training rows, ties included). Items absent from train "
+                     "are in neither group.")
+_TRUTH = Parameter("truth_col", "LIST column of recs: the user's relevant items", "'truth'")
+_ITEM_GROUPS = Parameter("item_groups", "name of a table of item_col and group_col, one group "
+                         "per item")
+_GROUP_COL = Parameter("group_col", "group column of item_groups", "'group'")
+_UNDEFINED_RATIO = ("NULL when a group has no denominator (no item of the group could be "
+                    "counted: Elliot gives NaN) or when every probability is 0.")
+
+ACLT = BeyondMetric(
+    name="aclt",
+    kind="per_user",
+    summary="Average coverage of long-tail items: how many distinct long-tail items a user's "
+    "top k holds.",
+    formula="|set(top k) & tail|, tail = the training items outside the popular head",
+    undefined="NULL for a user whose top k is empty (Elliot would give 0).",
+    conventions=_HEAD_CONVENTIONS + " The mean over users is Elliot's ACLT (its users are those "
+    "with a list).",
+    peers="Elliot ACLT per user (head 'interactions', head_share 0.8), from its source "
+    "(elliot/evaluation/metrics/bias/aclt, popularity_utils); checked by hand calculations.",
+    source=_SOURCE_ABDOLLAHPOURI,
+    parameters=(_RECS, _TRAIN, _K, *_HEAD, _USER, _REC, _ITEM),
+    sql=_tail_sql("aclt", per_position=False),
+    kernel=aclt_kernel,
+)
+
+APLT = BeyondMetric(
+    name="aplt",
+    kind="per_user",
+    summary="Average percentage of long-tail items: the distinct long-tail items of a user's "
+    "top k over its items.",
+    formula="|set(top k) & tail| / |top k|, |top k| the items in it (repeats counted)",
+    undefined="NULL for a user whose top k is empty.",
+    conventions=_HEAD_CONVENTIONS + " With head := 'items' it is long_tail_share for lists "
+    "without repeats.",
+    peers="Elliot APLT per user (head 'interactions', head_share 0.8), from its source; "
+    "checked by hand calculations.",
+    source=_SOURCE_ABDOLLAHPOURI,
+    parameters=(_RECS, _TRAIN, _K, *_HEAD, _USER, _REC, _ITEM),
+    sql=_tail_sql("aplt", per_position=True),
+    kernel=aplt_kernel,
+)
+
+POP_REO = BeyondMetric(
+    name="pop_reo",
+    kind="catalogue",
+    summary="Popularity-based ranking-based equal opportunity: how unequal the chance of the "
+    "head's and the tail's relevant items to be recommended is (0: equal).",
+    formula="std(P_head, P_tail) / mean(P_head, P_tail) (std over the groups, not n - 1), "
+    "P_g = sum over users of |set(top k) & truth & g| / sum over users of |truth & g - "
+    "train_u|, over the users whose truth holds an item",
+    undefined=_UNDEFINED_RATIO,
+    conventions=_HEAD_CONVENTIONS + " train_u = the user's training items. Gives `groups` "
+    "too (2). Elliot's ExtendedPopREO is head_share := its pop_ratio.",
+    peers="Elliot PopREO and ExtendedPopREO, from their source; checked by hand calculations "
+    "and the kernel.",
+    source=_SOURCE_ZHU,
+    parameters=(_RECS, _TRAIN, _K, *_HEAD, _TRUTH, _USER, _REC, _ITEM),
+    sql=_reo_sql("pop_reo", _groups_sql("pop_reo")),
+    kernel=reo_kernel,
+)
+
+POP_RSP = BeyondMetric(
+    name="pop_rsp",
+    kind="catalogue",
+    summary="Popularity-based ranking-based statistical parity: how unequal the chance of the "
+    "head's and the tail's items to be recommended is (0: equal).",
+    formula="std(P_head, P_tail) / mean(P_head, P_tail), P_g = sum over users of |set(top k) "
+    "& g| / sum over users of |g - train_u|, over the users of recs",
+    undefined=_UNDEFINED_RATIO,
+    conventions=_HEAD_CONVENTIONS + " Elliot's ExtendedPopRSP is head_share := its pop_ratio.",
+    peers="Elliot PopRSP and ExtendedPopRSP, from their source; checked by hand calculations "
+    "and the kernel.",
+    source=_SOURCE_ZHU,
+    parameters=(_RECS, _TRAIN, _K, *_HEAD, _USER, _REC, _ITEM),
+    sql=_rsp_sql("pop_rsp", _groups_sql("pop_rsp")),
+    kernel=rsp_kernel,
+)
+
+REO = BeyondMetric(
+    name="reo",
+    kind="catalogue",
+    summary="Ranking-based equal opportunity over item groups the user gives (0: every group's "
+    "relevant items are as likely to be recommended).",
+    formula="std_g(P_g) / mean_g(P_g) over the groups of item_groups, P_g as in pop_reo",
+    undefined=_UNDEFINED_RATIO,
+    conventions="Items without a group are left out; train is read for the users' training "
+    "items. Gives `groups` (the number of groups).",
+    peers="Elliot REO (its clustering_file as item_groups), from its source; checked by hand "
+    "calculations and the kernel.",
+    source=_SOURCE_ZHU,
+    parameters=(_RECS, _TRAIN, _ITEM_GROUPS, _K, _GROUP_COL, _TRUTH, _USER, _REC, _ITEM),
+    sql=_reo_sql("reo", _given_groups_sql("reo")),
+    kernel=reo_kernel,
+)
+
+RSP = BeyondMetric(
+    name="rsp",
+    kind="catalogue",
+    summary="Ranking-based statistical parity over item groups the user gives (0: every group's "
+    "items are as likely to be recommended).",
+    formula="std_g(P_g) / mean_g(P_g) over the groups of item_groups, P_g as in pop_rsp",
+    undefined=_UNDEFINED_RATIO,
+    conventions="Items without a group are left out; train is read for the users' training "
+    "items.",
+    peers="Elliot RSP (its clustering_file as item_groups), from its source; checked by hand "
+    "calculations and the kernel.",
+    source=_SOURCE_ZHU,
+    parameters=(_RECS, _TRAIN, _ITEM_GROUPS, _K, _GROUP_COL, _USER, _REC, _ITEM),
+    sql=_rsp_sql("rsp", _given_groups_sql("rsp")),
+    kernel=rsp_kernel,
+)
+
+# The training pairs and the top-k positions counted per (user group, item group), over the
+# users with a group and the items with a group (Elliot's BiasDisparityBS and BR).
+_BIAS = ("{name} AS (SELECT ug.grp AS ugrp, ig.grp, count(*) AS n FROM {rows} x "
+         "JOIN ug ON x.u = ug.u JOIN ig ON x.item = ig.item GROUP BY ug.grp, ig.grp)")
+
+BIAS_DISPARITY = BeyondMetric(
+    name="bias_disparity",
+    kind="per_group",
+    summary="Bias disparity: how much more (or less) a group of users is recommended a group of "
+    "items than it chose them in training (Elliot's BiasDisparityBS, BR and BD).",
+    formula="for user group g and item group c: B(g, c) = (n(g, c) / sum_c' n(g, c')) / P(c), "
+    "P(c) = |items of c| / |items with a group|; bs: n = distinct training pairs, br: n = "
+    "positions of the top k; bd = (br - bs) / bs",
+    undefined="bs or br NULL when the user group has no counted pair (Elliot: NaN); bd NULL "
+    "where bs is NULL or 0.",
+    conventions="One row per (user group, item group): `user_group`, `item_group`, `bs`, `br`, "
+    "`bd`. Users without a group and items without a group are left out; each table gives one "
+    "group per user (item), an id given twice is an error. A repeated item in a top k counts at "
+    "each position (Elliot's rule).",
+    peers="Elliot BiasDisparityBS, BiasDisparityBR and BiasDisparityBD (its user and item "
+    "clustering files as user_groups and item_groups), from its source; checked by hand "
+    "calculations and the kernel.",
+    source="Tsintzou, Pitoura and Tsaparas, 'Bias disparity in recommendation systems' "
+    "(RMSE workshop, RecSys 2018); Elliot (Anelli et al., SIGIR 2021)",
+    parameters=(_RECS, _TRAIN, Parameter("user_groups", "name of a table of user_col and "
+                                         "user_group_col, one group per user"),
+                _ITEM_GROUPS, _K, _GROUP_COL,
+                Parameter("user_group_col", "group column of user_groups", "'group'"),
+                _USER, _REC, _ITEM),
+    sql=f"WITH {_train_pairs_sql()},\n"
+    + _given_groups_sql("bias_disparity").replace("g AS (", "ig AS (", 1) + ",\n"
+    "ug AS (SELECT u, grp FROM (SELECT *, count(*) OVER (PARTITION BY u) AS n FROM (SELECT "
+    f"DISTINCT {_column('user_col')} AS u, {_column('user_group_col')} AS grp FROM "
+    "query_table(user_groups))) WHERE CASE WHEN u IS NOT NULL AND n > 1 THEN "
+    "error('bias_disparity: user_groups holds user ' || u::VARCHAR || ' more than once') "
+    "ELSE u IS NOT NULL AND grp IS NOT NULL END),\n"
+    "pc AS (SELECT grp, count(*) / sum(count(*)) OVER () AS p FROM ig GROUP BY grp),\n"
+    + _BIAS.format(name="src", rows="tr") + ",\n"
+    + _BIAS.format(name="rec", rows=f"(SELECT \"user\" AS u, item FROM {_top('bias_disparity')} "
+                   "WHERE item IS NOT NULL)") + ",\n"
+    "b AS (SELECT pairs.ugrp, pairs.grp, coalesce(src.n, 0) / nullif(sum(coalesce(src.n, 0)) "
+    "OVER (PARTITION BY pairs.ugrp), 0) / pairs.p AS bs, coalesce(rec.n, 0) / "
+    "nullif(sum(coalesce(rec.n, 0)) OVER (PARTITION BY pairs.ugrp), 0) / pairs.p AS br "
+    "FROM (SELECT DISTINCT ug.grp AS ugrp, pc.grp, pc.p FROM ug CROSS JOIN pc) pairs "
+    "LEFT JOIN src ON src.ugrp = pairs.ugrp AND src.grp = pairs.grp "
+    "LEFT JOIN rec ON rec.ugrp = pairs.ugrp AND rec.grp = pairs.grp)\n"
+    "SELECT ugrp AS user_group, grp AS item_group, bs, br, (br - bs) / nullif(bs, 0) AS bd "
+    "FROM b ORDER BY ugrp, grp",
+    kernel=bias_disparity_kernel,
+)
+
+EXPECTED_EXPOSURE = BeyondMetric(
+    name="expected_exposure",
+    kind="per_user",
+    summary="Expected exposure loss (Diaz et al. 2020): how far the exposure a user's rankings "
+    "give each item is from equal exposure of the relevant items (0: ideal).",
+    formula="EE-L = ||e - e*||^2 = EE-D - 2 EE-R + ||e*||^2, EE-D = ||e||^2, EE-R = e . e*; "
+    "e(d) = mean over the user's rows (sampled rankings) of p^(rank(d) - 1) for d in the top k "
+    "(0 elsewhere), e*(d) = (1 - p^m) / (m (1 - p)) for the m distinct relevant items (0 for the "
+    "others), p = persistence",
+    undefined="NULL for a user whose truth is NULL or holds no item.",
+    conventions="Gives `expected_exposure` (EE-L), `disparity` (EE-D) and `relevance` (EE-R). "
+    "Each row of recs is one ranking; several rows of a user are samples of a stochastic "
+    "policy (their truth is read from one of them). RBP browsing with persistence p (default "
+    "0.5); binary relevance. The unnormalised forms of the paper; no peer library is compared.",
+    peers="No peer library here has it (TREC Fair Ranking's evaluation script is not a "
+    "package); checked by hand calculations and the kernel.",
+    source="Diaz, Mitra, Ekstrand, Biega and Carterette, 'Evaluating stochastically ranked "
+    "results with expected exposure' (CIKM 2020), section 4",
+    parameters=(_RECS, _K, Parameter("persistence", "the RBP persistence p, in (0, 1)", "0.5"),
+                _TRUTH, _USER, _REC),
+    sql="WITH r AS (SELECT \"user\", l[1:CASE WHEN persistence IS NULL OR persistence <= 0 OR "
+    "persistence >= 1 THEN error('expected_exposure: persistence must be a number in (0, 1), "
+    "got ' || coalesce(persistence::VARCHAR, 'NULL')) WHEN k IS NULL OR k < 1 OR k <> trunc(k) "
+    "THEN error('expected_exposure: k must be a positive integer, got ' || "
+    "coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END] AS top, truth FROM (SELECT "
+    f"{_column('user_col')} AS \"user\", {_column('rec_col')} AS l, {_column('truth_col')} AS "
+    "truth FROM query_table(recs))),\n"
+    "u AS (SELECT \"user\", count(*) AS samples, list_distinct(any_value(truth)) AS truth "
+    "FROM r GROUP BY \"user\"),\n"
+    "x AS (SELECT \"user\", item, sum(pow(persistence, pos - 1)) AS x FROM (SELECT \"user\", "
+    "unnest(top) AS item, generate_subscripts(top, 1) AS pos FROM r) WHERE item IS NOT NULL "
+    "GROUP BY \"user\", item),\n"
+    "s AS (SELECT u.\"user\", len(u.truth) AS m, (1 - pow(persistence, len(u.truth))) / "
+    "(len(u.truth) * (1 - persistence)) AS target, sum((x.x / u.samples) ^ 2) AS d, "
+    "coalesce(sum(x.x / u.samples) FILTER (WHERE list_contains(u.truth, x.item)), 0) AS hit "
+    "FROM u LEFT JOIN x ON u.\"user\" = x.\"user\" GROUP BY u.\"user\", u.truth)\n"
+    "SELECT \"user\", CASE WHEN m > 0 THEN coalesce(d, 0) - 2 * hit * target + m * target ^ 2 "
+    "END AS expected_exposure, CASE WHEN m > 0 THEN coalesce(d, 0) END AS disparity, "
+    "CASE WHEN m > 0 THEN hit * target END AS relevance FROM s",
+    kernel=expected_exposure_kernel,
+)
+
+# --- MAD between groups of users or items (Elliot's UserMADrating, ItemMADrating) --------------
+
+_SCORES = Parameter("scores_col", "LIST column of recs: the predicted score of each item of "
+                    "rec_col, in its order", "'score'")
+_USER_GROUPS = Parameter("user_groups", "name of a table of user_col and user_group_col, one "
+                         "group per user")
+_USER_GROUP_COL = Parameter("user_group_col", "group column of user_groups", "'group'")
+_SOURCE_MAD = ("Zhu, Wang and Caverlee (SIGIR 2020) and Deldjoo et al., 'A flexible framework "
+               "for evaluating user and item fairness' (TOIS 2021), MAD; Elliot (Anelli et al., "
+               "SIGIR 2021) UserMADrating and ItemMADrating")
+_MAD_UNDEFINED = ("NULL with fewer than two groups, or when a group has no member counted "
+                  "(Elliot: NaN).")
+_MAD_CONVENTIONS = (" Only users whose truth holds an item are read (Elliot's rule). Positions "
+                    "holding NULL are left out with their scores; scores_col must have a score "
+                    "per element of rec_col (an error otherwise). Not an evaluate request (its "
+                    "lists carry no scores): call it in SQL or Spark.")
+# (user, item, s, truth): the scored top k of each user with a relevant item.
+_SCORED = (
+    "scored AS (SELECT \"user\", item, s, truth FROM (SELECT \"user\", truth, unnest(r) AS "
+    "item, unnest(sc) AS s FROM (SELECT \"user\", truth, l[1:{k}] AS r, CASE WHEN l IS NULL "
+    "THEN NULL WHEN coalesce(len(x), -1) = len(l) THEN x[1:{k}] ELSE error('{fn}: scores_col "
+    "must hold one score per item of rec_col, "
+    "user ' || \"user\"::VARCHAR || ' has ' || len(l) || ' items and ' || coalesce(len(x), 0) "
+    f"|| ' scores') END AS sc FROM (SELECT {_column('user_col')} AS \"user\", "
+    f"{_column('rec_col')} AS l, {_column('scores_col')} AS x, {_column('truth_col')} AS truth "
+    "FROM query_table(recs)) WHERE list_count(truth) > 0)) WHERE item IS NOT NULL)"
+)
+# MAD over the groups' averages `a` in ga(grp, a).
+_MAD = ("SELECT CASE WHEN count(*) FILTER (WHERE x.a IS NULL OR y.a IS NULL) = 0 THEN "
+        "avg(abs(x.a - y.a)) END AS {fn} FROM ga x JOIN ga y ON x.grp < y.grp")
+
+
+def _k_value(fn: str) -> str:
+    return (f"CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error('{fn}: k must be a "
+            "positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END")
+
+
+USER_MAD_RATING = BeyondMetric(
+    name="user_mad_rating",
+    kind="catalogue",
+    summary="Mean absolute difference between groups of users of the mean predicted score of "
+    "their top k (0: every group scored alike).",
+    formula="mean over pairs of user groups (a, b) of |A_a - A_b|, A_g = the mean over the "
+    "users of g of the mean of the scores of their top k",
+    undefined=_MAD_UNDEFINED,
+    conventions="user_groups gives one group per user (an id given twice is an error); users "
+    "without a group are left out." + _MAD_CONVENTIONS,
+    peers="Elliot UserMADrating (its user clustering file as user_groups), from its source; "
+    "checked by hand calculations and the kernel.",
+    source=_SOURCE_MAD,
+    parameters=(_RECS, _USER_GROUPS, _K, _SCORES, _TRUTH, _USER_GROUP_COL, _USER, _REC),
+    sql="WITH " + _SCORED.format(k=_k_value("user_mad_rating"), fn="user_mad_rating") + ",\n"
+    "ug AS (SELECT u, grp FROM (SELECT *, count(*) OVER (PARTITION BY u) AS n FROM (SELECT "
+    f"DISTINCT {_column('user_col')} AS u, {_column('user_group_col')} AS grp FROM "
+    "query_table(user_groups))) WHERE CASE WHEN u IS NOT NULL AND n > 1 THEN "
+    "error('user_mad_rating: user_groups holds user ' || u::VARCHAR || ' more than once') "
+    "ELSE u IS NOT NULL AND grp IS NOT NULL END),\n"
+    "v AS (SELECT \"user\", avg(s) AS v FROM scored GROUP BY \"user\"),\n"
+    "ga AS (SELECT gs.grp, avg(v.v) AS a FROM (SELECT DISTINCT grp FROM ug) gs LEFT JOIN ug "
+    "ON ug.grp = gs.grp LEFT JOIN v ON v.\"user\" = ug.u GROUP BY gs.grp)\n"
+    + _MAD.format(fn="user_mad_rating"),
+    kernel=user_mad_rating_kernel,
+)
+
+ITEM_MAD_RATING = BeyondMetric(
+    name="item_mad_rating",
+    kind="catalogue",
+    summary="Mean absolute difference between groups of items of the score they get where "
+    "they are relevant (0: every group alike).",
+    formula="mean over pairs of item groups (a, b) of |A_a - A_b|, A_g = the mean over the "
+    "recommended items i of g of (sum over the top-k slots holding i of score [i relevant]) / "
+    "(slots holding i)",
+    undefined=_MAD_UNDEFINED,
+    conventions="item_groups gives one group per item (an id given twice is an error); items "
+    "without a group are left out." + _MAD_CONVENTIONS,
+    peers="Elliot ItemMADrating (its item clustering file as item_groups), from its source; "
+    "checked by hand calculations and the kernel.",
+    source=_SOURCE_MAD,
+    parameters=(_RECS, _ITEM_GROUPS, _K, _SCORES, _TRUTH, _GROUP_COL, _USER, _REC, _ITEM),
+    sql="WITH " + _SCORED.format(k=_k_value("item_mad_rating"), fn="item_mad_rating") + ",\n"
+    + _given_groups_sql("item_mad_rating") + ",\n"
+    "v AS (SELECT item, sum(CASE WHEN list_contains(truth, item) THEN s ELSE 0 END) / count(*) "
+    "AS v FROM scored GROUP BY item),\n"
+    "ga AS (SELECT gs.grp, avg(v.v) AS a FROM (SELECT DISTINCT grp FROM g) gs LEFT JOIN g "
+    "ON g.grp = gs.grp LEFT JOIN v ON v.item = g.item GROUP BY gs.grp)\n"
+    + _MAD.format(fn="item_mad_rating"),
+    kernel=item_mad_rating_kernel,
+)
+
+_GRADES = Parameter("truth_col", "MAP column of recs: the user's graded items (item -> grade)",
+                    "'truth'")
+_THRESHOLD = Parameter("threshold", "the smallest relevant grade (Elliot's relevance "
+                       "threshold)", "1")
+_GAIN = ("CASE WHEN {g} >= threshold THEN 2 ^ ({g} - threshold + 1) - 1 ELSE 0 END")
+_GRADE_OF = "map_values(truth)[list_position(map_keys(truth), {i})]"
+_MAD_RANKING_CONVENTIONS = (
+    " truth_col is a MAP of item -> grade; an item's gain is Elliot's discounted relevance "
+    "2^(grade - threshold + 1) - 1 for a grade of at least threshold, else 0; only users with "
+    "such a grade are read. Not an evaluate request (its lists carry no grades): call it in "
+    "SQL or Spark.")
+
+
+def _graded_lists_sql(fn: str) -> str:
+    """gl(user, top, truth): the top k and the graded truth of each user with a gain."""
+    return (f"gl AS (SELECT \"user\", l[1:{_k_value(fn)}] AS top, k::BIGINT AS kk, truth FROM "
+            "(SELECT "
+            f"{_column('user_col')} AS \"user\", {_column('rec_col')} AS l, "
+            f"{_column('truth_col')} AS truth FROM query_table(recs)) WHERE "
+            "len(list_filter(map_values(truth), lambda x: x >= threshold)) > 0)")
+
+
+USER_MAD_RANKING = BeyondMetric(
+    name="user_mad_ranking",
+    kind="catalogue",
+    summary="Mean absolute difference between groups of users of their mean nDCG with graded "
+    "relevance (0: every group served alike).",
+    formula="mean over pairs of user groups (a, b) of |A_a - A_b|, A_g = the mean over the users "
+    "of g of DCG / IDCG (0 when DCG = 0): DCG = sum over the top k (rank r) of gain(i) / "
+    "log2(r + 1), IDCG = the same over the user's gains sorted down, cut at k",
+    undefined=_MAD_UNDEFINED,
+    conventions="user_groups gives one group per user (an id given twice is an error); users "
+    "without a group are left out." + _MAD_RANKING_CONVENTIONS,
+    peers="Elliot UserMADranking (its user clustering file as user_groups), from its source; "
+    "checked by hand calculations and the kernel.",
+    source=_SOURCE_MAD.replace("UserMADrating and ItemMADrating", "UserMADranking"),
+    parameters=(_RECS, _USER_GROUPS, _K, _THRESHOLD, _GRADES, _USER_GROUP_COL, _USER, _REC),
+    sql=f"WITH {_graded_lists_sql('user_mad_ranking')},\n"
+    "ug AS (SELECT u, grp FROM (SELECT *, count(*) OVER (PARTITION BY u) AS n FROM (SELECT "
+    f"DISTINCT {_column('user_col')} AS u, {_column('user_group_col')} AS grp FROM "
+    "query_table(user_groups))) WHERE CASE WHEN u IS NOT NULL AND n > 1 THEN "
+    "error('user_mad_ranking: user_groups holds user ' || u::VARCHAR || ' more than once') "
+    "ELSE u IS NOT NULL AND grp IS NOT NULL END),\n"
+    "d AS (SELECT \"user\", coalesce(list_sum(list_transform(top, lambda i, r: CASE WHEN i IS "
+    "NULL THEN 0 ELSE coalesce(" + _GAIN.format(g=_GRADE_OF.format(i="i")) + ", 0) END / "
+    "log2(r + 1))), 0) AS dcg, list_sum(list_transform(list_reverse_sort(list_transform("
+    "list_filter(map_values(truth), lambda x: x >= threshold), lambda x: "
+    + _GAIN.format(g="x") + "))[1:kk], lambda x, r: x / log2(r + 1))) AS idcg FROM gl),\n"
+    "v AS (SELECT \"user\", CASE WHEN dcg > 0 THEN dcg / idcg ELSE 0 END AS v FROM d),\n"
+    "ga AS (SELECT gs.grp, avg(v.v) AS a FROM (SELECT DISTINCT grp FROM ug) gs LEFT JOIN ug "
+    "ON ug.grp = gs.grp LEFT JOIN v ON v.\"user\" = ug.u GROUP BY gs.grp)\n"
+    + _MAD.format(fn="user_mad_ranking"),
+    kernel=user_mad_ranking_kernel,
+    truth="map",
+)
+
+ITEM_MAD_RANKING = BeyondMetric(
+    name="item_mad_ranking",
+    kind="catalogue",
+    summary="Mean absolute difference between groups of items of the graded gain they bring "
+    "where they are recommended (0: every group alike).",
+    formula="mean over pairs of item groups (a, b) of |A_a - A_b|, A_g = the mean over the "
+    "recommended items i of g of (sum over the top-k slots holding i of gain(i)) / (slots "
+    "holding i)",
+    undefined=_MAD_UNDEFINED,
+    conventions="item_groups gives one group per item (an id given twice is an error); items "
+    "without a group are left out." + _MAD_RANKING_CONVENTIONS,
+    peers="Elliot ItemMADranking (its item clustering file as item_groups), from its source; "
+    "checked by hand calculations and the kernel.",
+    source=_SOURCE_MAD.replace("UserMADrating and ItemMADrating", "ItemMADranking"),
+    parameters=(_RECS, _ITEM_GROUPS, _K, _THRESHOLD, _GRADES, _GROUP_COL, _USER, _REC, _ITEM),
+    sql=f"WITH {_graded_lists_sql('item_mad_ranking')},\n"
+    + _given_groups_sql("item_mad_ranking") + ",\n"
+    "slots AS (SELECT item, coalesce(" + _GAIN.format(g=_GRADE_OF.format(i="item")) + ", 0) AS "
+    "gain FROM (SELECT truth, unnest(top) AS item FROM gl) WHERE item IS NOT NULL),\n"
+    "v AS (SELECT item, sum(gain) / count(*) AS v FROM slots GROUP BY item),\n"
+    "ga AS (SELECT gs.grp, avg(v.v) AS a FROM (SELECT DISTINCT grp FROM g) gs LEFT JOIN g "
+    "ON g.grp = gs.grp LEFT JOIN v ON v.item = g.item GROUP BY gs.grp)\n"
+    + _MAD.format(fn="item_mad_ranking"),
+    kernel=item_mad_ranking_kernel,
+    truth="map",
+)
+
+METRICS: tuple[BeyondMetric, ...] = (ACLT, APLT, POP_REO, POP_RSP, REO, RSP, BIAS_DISPARITY,
+                                     EXPECTED_EXPOSURE, USER_MAD_RATING, ITEM_MAD_RATING,
+                                     USER_MAD_RANKING, ITEM_MAD_RANKING)
