@@ -30,7 +30,23 @@ _LAZY = {
     "compare": "duckrank.reports.compare",
 }
 
-__all__ = ["__version__", "compare", "connect", "evaluate", "hive_sql", "register"]
+__all__ = ["__version__", "compare", "connect", "evaluate", "hive_sql", "off_policy", "register"]
+
+# `duckrank.off_policy` is the function below, while duckrank/off_policy/ is the layer of the
+# estimators' records. Python sets a package's attribute to a subpackage when it first imports
+# it, which would replace the function; importing the records here first (pure Python, no numpy)
+# means that never happens later. Their modules stay importable by name
+# (`from duckrank.off_policy.arrays import bandit_log`).
+import duckrank.off_policy  # noqa: E402, F401
+
+
+def off_policy(*args: Any, **kwargs: Any) -> Any:  # noqa: F811
+    """Off-policy estimates of a policy's value from a bandit log:
+    ``duckrank.reports.off_policy.off_policy`` (docs/off-policy.md), imported on first use."""
+    from duckrank.reports.off_policy import off_policy as estimate
+
+    return estimate(*args, **kwargs)
+
 
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
