@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from duckrank.evaluation import evaluate
     from duckrank.hivemall.translate import hive_sql
     from duckrank.reports.compare import compare
+    from duckrank.reports.fusion import fuse
 
 # Each public name and the module that defines it, imported on first use (PEP 562): `import
 # duckrank` then costs about `import duckdb` alone, and `import duckrank.x` (the command line,
@@ -28,9 +29,11 @@ _LAZY = {
     "evaluate": "duckrank.evaluation",
     "hive_sql": "duckrank.hivemall.translate",
     "compare": "duckrank.reports.compare",
+    "fuse": "duckrank.reports.fusion",
 }
 
-__all__ = ["__version__", "compare", "connect", "evaluate", "hive_sql", "off_policy", "register"]
+__all__ = ["__version__", "compare", "connect", "evaluate", "fuse", "hive_sql", "off_policy",
+           "register"]
 
 # `duckrank.off_policy` is the function below, while duckrank/off_policy/ is the layer of the
 # estimators' records. Python sets a package's attribute to a subpackage when it first imports

@@ -37,7 +37,7 @@ from duckrank.matching.subtopics import ideal_gains_sql, subtopics_sql
 from duckrank.metrics import METRICS
 from duckrank.metrics.inputs import check_engine
 from duckrank.metrics.record import Choice, Metric, option_errors_sql
-from duckrank.render import beyond_accuracy, off_policy, ordered_list, protocol, trec
+from duckrank.render import beyond_accuracy, fusion, off_policy, ordered_list, protocol, trec
 from duckrank.render.quoting import quote_literal
 
 SQL_FILE = Path(__file__).resolve().parents[2] / "sql" / "duckrank.sql"
@@ -430,7 +430,7 @@ def sql_statements(
         GEOMEAN_MACRO,
         *(m.strip() for m in (
             *ordered_list.MACROS, *trec.MACROS, *protocol.MACROS, *beyond_accuracy.MACROS,
-            *off_policy.MACROS,
+            *fusion.MACROS, *off_policy.MACROS,
         )),
     ]
     by_name: dict[str, list[Metric]] = {}

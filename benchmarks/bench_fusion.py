@@ -1,0 +1,173 @@
+"""Time rank fusion (``duckrank.fuse``, issue 29) against ranx 0.3.21's ``fuse`` and
+``optimize_fusion``, end to end.
+
+* Fusing: ``--systems`` runs of ``--queries`` queries x ``--depth`` items, each a Parquet file of
+  (query, item, score). ranx: ``Run.from_parquet`` for each, then ``fuse``; duckrank:
+  ``duckrank.fuse`` from the files to a fused Parquet file (DuckDB reads the files in place and
+  writes the result in a streaming COPY). Load included on both sides. Methods: ``wsum`` (ranx's
+  default) and ``rrf``, both under ranx's default min-max normalisation.
+* Optimising: the weights of ``wsum`` over a grid of weight vectors (ranx's ``optimize_fusion``
+  with ``step``; duckrank's ``optimize_fusion`` over the same grid, every vector scored in one
+  SQL pass) on ``ndcg@10`` against binary qrels, runs already loaded on both sides.
+
+ranx runs with numba's JIT on (as its users run it): its kernels are compiled by a small warm-up
+fusion and optimisation first, not timed. One run each; the machine is shared, so read the
+ratios, measured in the same run. The fused scores of both are compared before any time is
+printed (the same work, or the timing means nothing).
+
+    .venv/bin/python -m benchmarks.bench_fusion            # 5 runs x 100,000 queries x 100 items
+    .venv/bin/python -m benchmarks.bench_fusion --quick    # 5 runs x 5,000 queries x 100 items
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from benchmarks.bench_stats import line, timed
+from benchmarks.data import DATA_DIR
+
+SEED = 20261128
+CATALOGUE = 1_000  # each query's items are drawn from this many
+RELEVANT = 5
+
+
+def write_runs(queries: int, systems: int, depth: int) -> tuple[list[Path], Path]:
+    """One Parquet run per system (each query's ``depth`` items out of ``CATALOGUE``, scores
+    uniform, relevant items pushed up a little) and binary qrels, written once."""
+    folder = DATA_DIR / f"fusion_{queries}_{systems}_{depth}"
+    runs = [folder / f"system{s}.parquet" for s in range(systems)]
+    qrels = folder / "qrels.parquet"
+    if qrels.exists() and all(run.exists() for run in runs):
+        return runs, qrels
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(SEED)
+    ids = np.array([f"q{q}" for q in range(queries)])
+    relevant = rng.integers(0, CATALOGUE, (queries, RELEVANT))
+    pq.write_table(pa.table({"query": np.repeat(ids, RELEVANT),
+                             "item": np.char.add("d", relevant.ravel().astype(str)),
+                             "grade": np.ones(queries * RELEVANT, dtype=np.int64)}), qrels)
+    for path in runs:
+        items = np.argsort(rng.random((queries, CATALOGUE)), axis=1)[:, :depth]
+        score = rng.random((queries, depth)) + 0.3 * (items[:, :, None] == relevant[:, None, :]
+                                                      ).any(axis=2)
+        pq.write_table(pa.table({"query": np.repeat(ids, depth),
+                                 "item": np.char.add("d", items.ravel().astype(str)),
+                                 "score": score.ravel()}), path)
+    return runs, qrels
+
+
+def _frame(path: Path):
+    """A Parquet file as ranx's ``from_df`` wants it: ids as Python strings (``object``; pandas
+    reads them as its string dtype, which ranx refuses, and ranx's ``from_parquet`` cannot pass
+    pandas options: it unpacks them as positional arguments)."""
+    import pandas as pd
+
+    frame = pd.read_parquet(path)
+    return frame.astype({c: object for c in ("query", "item") if c in frame.columns})
+
+
+def ranx_runs(paths: list[Path]) -> list:
+    from ranx import Run
+
+    return [Run.from_df(_frame(p), q_id_col="query", doc_id_col="item", score_col="score",
+                        name=p.stem) for p in paths]
+
+
+def ranx_fuse(paths: list[Path], method: str, params: dict) -> object:
+    from ranx import fuse
+
+    return fuse(ranx_runs(paths), norm="min-max", method=method, params=params)
+
+
+def duckrank_fuse(paths: list[Path], method: str, params: dict, output: Path) -> Path:
+    import duckrank
+
+    return duckrank.fuse([str(p) for p in paths], method, "min-max", params, output=output)
+
+
+def _same(ranx_run, fused: Path) -> None:
+    table = pq.read_table(fused).to_pydict()
+    ours = dict(zip(zip(table["query"], table["item"], strict=True), table["score"],
+                    strict=True))
+    checked = 0
+    for query, items in list(ranx_run.run.items())[:200]:
+        for item, score in items.items():
+            assert abs(ours[(query, item)] - score) <= 1e-9 * max(1.0, abs(score)), (query, item)
+            checked += 1
+    assert checked > 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=100_000)
+    parser.add_argument("--systems", type=int, default=5)
+    parser.add_argument("--depth", type=int, default=100)
+    parser.add_argument("--step", type=float, default=0.2,
+                        help="the weight grid's step (0.2 over 5 systems: ranx's grid of the "
+                        "vectors whose float sum is 1)")
+    parser.add_argument("--quick", action="store_true", help="5,000 queries: a smoke run")
+    parser.add_argument("--skip-optimise", action="store_true")
+    args = parser.parse_args()
+    queries = 5_000 if args.quick else args.queries
+    os.environ.pop("NUMBA_DISABLE_JIT", None)
+
+    paths, qrels = write_runs(queries, args.systems, args.depth)
+    small, small_qrels = write_runs(50, args.systems, 10)
+    out = DATA_DIR / f"fusion_{queries}_{args.systems}_{args.depth}" / "fused.parquet"
+    weights = [1 / args.systems] * args.systems
+    cases = {"wsum": {"weights": weights}, "rrf": {"k": 60}}
+    for method, params in cases.items():
+        ranx_fuse(small, method, params)  # numba compiles here, untimed
+    print(f"{args.systems} runs x {queries:,} queries x {args.depth} items (Parquet), "
+          "min-max normalisation, load included")
+    for method, params in cases.items():
+        fused: dict[str, object] = {}
+        ranx = timed(lambda m=method, p=params, f=fused: f.__setitem__(
+            "ranx", ranx_fuse(paths, m, p)), 1, warm_up=False)
+        mine = timed(lambda m=method, p=params: duckrank_fuse(paths, m, p, out), 1,
+                     warm_up=False)
+        _same(fused["ranx"], out)
+        line(f"ranx fuse, {method}", ranx)
+        line(f"duckrank fuse, {method}", mine, ranx, "ranx's")
+    if not args.skip_optimise:
+        optimise(paths, qrels, small, small_qrels, args.step)
+
+
+def optimise(paths: list[Path], qrels: Path, small: list[Path], small_qrels: Path,
+             step: float) -> None:
+    from ranx import Qrels, optimize_fusion
+
+    import duckrank
+    from duckrank.reports.fusion.optimise import optimize_fusion as duckrank_optimise
+
+    def ranx_qrels(path: Path) -> Qrels:
+        return Qrels.from_df(_frame(path), q_id_col="query", doc_id_col="item",
+                             score_col="grade")
+
+    optimize_fusion(ranx_qrels(small_qrels), ranx_runs(small), norm="min-max", method="wsum",
+                    metric="ndcg@10", step=step, show_progress=False)  # numba compiles here
+    runs, judged = ranx_runs(paths), ranx_qrels(qrels)
+    con = duckrank.connect()
+    best = {}
+    ranx = timed(lambda: best.__setitem__("ranx", optimize_fusion(
+        judged, runs, norm="min-max", method="wsum", metric="ndcg@10", step=step,
+        show_progress=False)), 1, warm_up=False)
+    named = {p.stem: con.read_parquet(str(p)) for p in paths}
+    mine = timed(lambda: best.__setitem__("duckrank", duckrank_optimise(
+        named, con.read_parquet(str(qrels)), "wsum", "ndcg@10", step=step, grid="ranx",
+        connection=con)), 1, warm_up=False)
+    grid = len(best["duckrank"].report)
+    line(f"ranx optimize_fusion, wsum, {grid} vectors", ranx)
+    line(f"duckrank optimize_fusion, {grid} vectors", mine, ranx, "ranx's")
+    ours = [best["duckrank"].params["weights"][p.stem] for p in paths]
+    print(f"best weights: ranx {list(best['ranx']['weights'])}, duckrank {ours}")
+
+
+if __name__ == "__main__":
+    main()
