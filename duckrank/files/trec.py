@@ -12,6 +12,7 @@ import atexit
 import codecs
 import gzip
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -86,6 +87,28 @@ def encoding(path: str) -> str:
     except UnicodeDecodeError:
         return LATIN1
     return UTF8
+
+
+# A line of C's isspace characters only (or none): trec_eval 10 stops at one in a qrels file.
+_BLANK_LINE = re.compile(rb"(?:^|(\n))[ \t\v\f\r]*(?:\n|\Z)")
+
+
+def first_blank_line(path: str) -> int | None:
+    """The number of the first blank line (nothing, or blanks only) of the file ``path``, None
+    when it has none; the newline that ends the last line opens no line. trec_eval 10 refuses
+    such a line in qrels ("Malformed line"), while the table macros skip it as trec_eval 9
+    did. The file is read whole (qrels are small: 0.02 s per million lines); a ``.gz`` file
+    decompressed."""
+    opener = gzip.open if path.lower().endswith(".gz") else open
+    with opener(path, "rb") as file:
+        data = file.read()
+    if not data:
+        return None
+    found = _BLANK_LINE.search(data[:-1] if data.endswith(b"\n") else data)
+    if found is None:
+        return None
+    start = found.start() + (1 if found.group(1) else 0)
+    return data.count(b"\n", 0, start) + 1
 
 
 def _first_fields(path: str) -> int | None:

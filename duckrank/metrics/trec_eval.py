@@ -1,12 +1,14 @@
-"""trec_eval's measures that duckrank lacked, one record each, as trec_eval 9 computes them (the
-one pytrec-eval-terrier 0.5 bundles; its measure descriptions and code, usnistgov/trec_eval
-m_*.c, and the papers each cites).
+"""trec_eval's measures that duckrank lacked, one record each, as trec_eval computes them (its
+measure descriptions and code, usnistgov/trec_eval m_*.c, and the papers each cites): trec_eval
+9's (the one pytrec-eval-terrier 0.5 bundles) and trec_eval 10's (yaap, rbp, rbp_resid, unj;
+iprec_at_recall's and eleven_point_ap's ``rounding := 'nearest'``; rbp on graded qrels is
+``duckrank.metrics.peers``' graded_rbp).
 
 Two kinds of record:
 
 * binary measures over the hit positions (``inputs="hits"``, LIST truth): num_ret, num_rel,
   num_rel_ret, r_precision, iprec_at_recall, eleven_point_ap, set_*, relative_precision,
-  utility, r_precision_mult, bing, rbp. Like every binary metric they also take a MAP truth
+  utility, r_precision_mult, bing, rbp, yaap. Like every binary metric they also take a MAP truth
   (``duckrank.metrics.binary.graded_truth_overload``): relevant means grade >= ``min_grade``
   (NULL: grade > 0).
 * measures that need the judged non-relevant and unjudged documents, or the grades
@@ -28,13 +30,15 @@ aggregate macro of ``duckrank.render.macros``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from duckrank.matching.arrays import Grades, Hits, Judged, row_cumsum
 from duckrank.metrics.binary import MIN_GRADE
-from duckrank.metrics.graded import GRADED_TRUTH
+from duckrank.metrics.graded import GRADED_TRUTH, chosen_sql
 from duckrank.metrics.record import Bounds, Metric, Option, check_options
 
 SOURCE = (
@@ -108,15 +112,35 @@ def _interpolated_precision(positions: str, first: str) -> str:
     )
 
 
-def _iprec_sql(level: str) -> str:
-    """iprec_at_recall at ``level``: the cut c = trunc(level * R + 0.9), trec_eval 9's rounding
-    (pytrec_eval's; trec_eval 10 rounds to nearest instead); c = 0 reads every hit, c beyond the
-    hits is 0."""
-    cut = f"trunc({level} * {{n}} + 0.9)::BIGINT"
+# How trec_eval turns a recall level x into a count of relevant items (m_iprec_at_recall.c,
+# m_11pt_avg.c): trec_eval 10 rounds x * num_rel to the nearest integer, halves away from zero
+# (C's lround); trec_eval 9 (and pytrec_eval, which bundles it) took trunc(x * num_rel + 0.9).
+_RECALL_CUTS = {
+    "nearest": "round({level} * {{n}})::BIGINT",
+    "trunc_plus_0.9": "trunc({level} * {{n}} + 0.9)::BIGINT",
+}
+ROUNDING = Option(
+    "rounding", "trunc_plus_0.9", "how recall * num_rel becomes the number of relevant items "
+    "reached: 'trunc_plus_0.9' (trec_eval 9 and pytrec_eval: trunc(recall * num_rel + 0.9); the "
+    "default, these functions' value before trec_eval 10) or 'nearest' (trec_eval 10, which "
+    "duckrank trec_eval reproduces: rounded, halves away from zero)", choices=tuple(_RECALL_CUTS),
+)
+
+
+def _iprec_sql(cut: str) -> str:
+    """iprec_at_recall with the cut c (a ``_RECALL_CUTS`` form over the level, as SQL): c = 0
+    reads every hit, c beyond the hits is 0."""
     return (
         f"CASE WHEN {cut} > len({{pos}}) THEN 0.0 "
         f"ELSE {_interpolated_precision('{pos}', f'greatest({cut}, 1)')} END"
     )
+
+
+def _recall_cut_sql(level: str, formula: Callable[[str], str]) -> dict:
+    """A record's ``sql`` and ``choice`` (``chosen_sql``) for the rounding option: the cut's
+    form chosen once, ``formula`` over it."""
+    forms = {choice: form.format(level=level) for choice, form in _RECALL_CUTS.items()}
+    return chosen_sql(ROUNDING, forms, formula)
 
 
 # --- binary measures over hit positions ----------------------------------------------------------
@@ -158,22 +182,33 @@ def _interpolated(h: Hits, first: np.ndarray) -> np.ndarray:
     return best
 
 
-def _iprec(h: Hits, level: float) -> np.ndarray:
-    cut = np.trunc(level * h.n + 0.9).astype(np.int64)
+def _recall_cut(level: float, n: np.ndarray, rounding: str) -> np.ndarray:
+    """``_RECALL_CUTS`` in numpy (C's lround: halves away from zero; x >= 0 here)."""
+    x = level * n
+    if rounding == "nearest":
+        return np.where(x - np.floor(x) >= 0.5, np.ceil(x), np.floor(x)).astype(np.int64)
+    return np.trunc(x + 0.9).astype(np.int64)
+
+
+def _iprec(h: Hits, level: float, rounding: str = "trunc_plus_0.9") -> np.ndarray:
+    cut = _recall_cut(level, h.n, rounding)
     value = np.where(cut > h.counts, 0.0, _interpolated(h, np.maximum(cut, 1)))
     return _defined(h, value)
 
 
-def _iprec_at_recall(h: Hits, *, recall: float = 0.0) -> np.ndarray:
-    check_options("iprec_at_recall", (RECALL,), {"recall": recall})
-    return _iprec(h, recall)
+def _iprec_at_recall(h: Hits, *, recall: float = 0.0,
+                     rounding: str = "trunc_plus_0.9") -> np.ndarray:
+    check_options("iprec_at_recall", (RECALL, ROUNDING), {"recall": recall, "rounding": rounding})
+    return _iprec(h, recall, rounding)
 
 
 ELEVEN_LEVELS = tuple(i / 10 for i in range(11))
 
 
-def _eleven_point_ap(h: Hits) -> np.ndarray:
-    return sum(_iprec(h, level) for level in ELEVEN_LEVELS) / 11
+def _eleven_point_ap(h: Hits, *, rounding: str = "trunc_plus_0.9") -> np.ndarray:
+    check_options("eleven_point_ap", (ROUNDING,), {"rounding": rounding})
+    # Summed from 1.0 down, in trec_eval's order (m_11pt_avg.c): the same double.
+    return sum(_iprec(h, level, rounding) for level in ELEVEN_LEVELS[::-1]) / 11
 
 
 def _set_precision(h: Hits) -> np.ndarray:
@@ -228,6 +263,11 @@ def _rbp(h: Hits, *, persistence: float = 0.9) -> np.ndarray:
     return _defined(h, (1 - persistence) * h.row_sum(np.power(persistence, h.positions - 1.0)))
 
 
+def _yaap(h: Hits) -> np.ndarray:
+    precision_sum = h.row_sum(h.rank_of_hit / h.positions)
+    return _defined(h, np.log((1.0 + precision_sum) / (1.0 + h.n - precision_sum)))
+
+
 def _record(name: str, summary: str, formula: str, sql: str, kernel, source: str,
             undefined: str = _ZERO, **more) -> Metric:
     return Metric(name=name, summary=summary, formula=formula, undefined=undefined, sql=sql,
@@ -253,24 +293,32 @@ R_PRECISION = _record(
     "hits at ranks <= n, divided by n (rec shorter than n: all its hits / n)",
     _ratio(_hits_up_to("{pos}", "{n}"), "{n}"), _r_precision, "Rprec", aliases=("rprec",),
 )
+_CUT_FORMULA = (
+    "c = trunc(recall * n + 0.9) (rounding := 'trunc_plus_0.9', the default: trec_eval 9 and "
+    "pytrec_eval), or round(recall * n), halves away from zero (rounding := 'nearest', "
+    "trec_eval 10)"
+)
 IPREC_AT_RECALL = _record(
     "iprec_at_recall",
     "Interpolated precision at a recall level (trec_eval's iprec_at_recall): the highest "
     "precision at any rank at or after the one where that share of the relevant items is found.",
-    "c = trunc(recall * n + 0.9) (trec_eval 9 and pytrec_eval; trec_eval 10 rounds "
-    "recall * n to the nearest integer instead); the max over hits j >= max(c, 1) of j / p_j, "
-    "p_j the rank of the j-th hit; 0 when c > hits",
-    _iprec_sql("try_cast(recall AS DOUBLE)"), _iprec_at_recall, "iprec_at_recall",
-    options=(RECALL,),
+    f"{_CUT_FORMULA}; the max over hits j >= max(c, 1) of j / p_j, p_j the rank of the j-th "
+    "hit; 0 when c > hits",
+    kernel=_iprec_at_recall, source="iprec_at_recall", options=(RECALL, ROUNDING),
+    **_recall_cut_sql("try_cast(recall AS DOUBLE)",
+                      _iprec_sql),
 )
 ELEVEN_POINT_AP = _record(
     "eleven_point_ap",
     "11-point interpolated average precision (trec_eval's 11pt_avg): the mean of "
     "iprec_at_recall at 0.0, 0.1, ..., 1.0.",
-    "(sum over recall levels l in 0.0, 0.1, ..., 1.0 of iprec_at_recall(l)) / 11",
-    "list_sum(list_transform([" + ", ".join(f"{level!r}" for level in ELEVEN_LEVELS)
-    + "]::DOUBLE[], lambda level: " + _iprec_sql("level") + ")) / 11",
-    _eleven_point_ap, "11pt_avg",
+    "(sum over recall levels l in 1.0, 0.9, ..., 0.0 of iprec_at_recall(l)) / 11, summed in "
+    f"that order as trec_eval sums; {_CUT_FORMULA}",
+    kernel=_eleven_point_ap, source="11pt_avg", options=(ROUNDING,),
+    **_recall_cut_sql("level", lambda cut: (
+        "list_reduce(list_transform([" + ", ".join(f"{level!r}" for level in ELEVEN_LEVELS[::-1])
+        + "]::DOUBLE[], lambda level: " + _iprec_sql(cut) + "), lambda a, b: a + b) / 11"
+    )),
 )
 SET_PRECISION = _record(
     "set_precision", "Precision of the whole retrieved set (trec_eval's set_P).",
@@ -343,11 +391,21 @@ RBP = _record(
     "a minimum and maximum that its code leaves uninitialised (m_rbp.c), so duckrank keeps "
     "the paper's binary form. Not in pytrec_eval.",
 )
+YAAP = _record(
+    "yaap",
+    "Yet another average precision (Robertson, 'On Smoothing Average Precision', ECIR 2012; "
+    "trec_eval 10's yaap): a log-odds form of average precision, better averaged over queries.",
+    "ln((1 + S) / (1 + n - S)), S = the sum over hits j at rank p_j of j / p_j (n times "
+    "average precision); 0 when n = 0 and nothing is found",
+    "list_transform([coalesce(list_sum(list_transform(list_sort({pos}), lambda p, j: j / p)), "
+    "0.0)], lambda s: ln((1.0 + s) / (1.0 + {n} - s)))[1]",
+    _yaap, "yaap", undefined=_NEVER,
+)
 
 BINARY = (
     NUM_RET, NUM_REL, NUM_REL_RET, R_PRECISION, IPREC_AT_RECALL, ELEVEN_POINT_AP, SET_PRECISION,
     SET_RECALL, SET_MAP, SET_F, RELATIVE_PRECISION, SET_RELATIVE_PRECISION, UTILITY,
-    R_PRECISION_MULT, BING, RBP,
+    R_PRECISION_MULT, BING, RBP, YAAP,
 )
 
 

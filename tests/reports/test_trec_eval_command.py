@@ -1,4 +1,5 @@
-"""``duckrank trec_eval``: its printed output line for line against trec_eval's.
+"""``duckrank trec_eval --compat 9.0.8``: its printed output line for line against trec_eval 9.0.8's
+(trec_eval 10.0, the default, is tested against its binary in test_trec_eval_10.py).
 
 The independent source is pytrec-eval-terrier (trec_eval 9.0.8's own C code). It reads the
 generated files through the plain parser below, never through duckrank's readers, and
@@ -14,6 +15,7 @@ descending: form_res_rels.c), and gives a query the run lacks trec_eval 10's val
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import random
 from collections import defaultdict
@@ -35,9 +37,13 @@ from duckrank.reports.trec_eval import (
     check_available,
     needed_functions,
     requested_values,
-    trec_eval,
-    trec_eval_lines,
 )
+from duckrank.reports.trec_eval import trec_eval as trec_eval_10
+from duckrank.reports.trec_eval import trec_eval_lines as trec_eval_lines_10
+
+# Every call of this module reproduces pytrec-eval-terrier's trec_eval 9.0.8.
+trec_eval = functools.partial(trec_eval_10, compat="9.0.8")
+trec_eval_lines = functools.partial(trec_eval_lines_10, compat="9.0.8")
 
 LONG = ("num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
 SUMMARY_ONLY = ("runid", "num_q", "gm_map", "gm_bpref")
@@ -109,8 +115,24 @@ def _expected(qrels_path: str, run_path: str, measures: list[str], *, complete: 
     return rows[-1][5], dict(sorted(values.items(), key=lambda item: item[0].encode()))
 
 
+def _summary_value(name: str, column: list[float], complete_num_rel: int | None) -> float:
+    """trec_eval's summary of one measure: the count (num_q), the sum (num_*; with -c,
+    num_rel is ``complete_num_rel``), the geometric mean (gm_*) or the mean."""
+    if name == "num_q":
+        return len(column)
+    if name == "num_rel" and complete_num_rel is not None:
+        return complete_num_rel
+    if name.startswith("num_"):
+        return sum(column)
+    if name.startswith("gm_"):
+        return math.exp(sum(column) / len(column))
+    return sum(column) / len(column)
+
+
 def _expected_lines(tag: str, values: dict, per_query: bool = False,
-                    summary: bool = True) -> list[str]:
+                    summary: bool = True, complete_num_rel: int | None = None) -> list[str]:
+    """``complete_num_rel``: with -c, the summary's num_rel (m_num_rel.c, te_calc_avg_num_rel:
+    the qrels' judgments of grade > 0, whatever -l says; trec_eval 9.0.8 and 10 alike)."""
     def line(name: str, qid: str, value: float) -> str:
         text = str(int(value)) if name in LONG else f"{value:6.4f}"
         return f"{name:<22}\t{qid}\t{text}"
@@ -120,19 +142,12 @@ def _expected_lines(tag: str, values: dict, per_query: bool = False,
         for qid, row in values.items():
             lines += [line(n, qid, v) for n, v in row.items() if n not in SUMMARY_ONLY]
     if summary:
-        names = next(iter(values.values()))
-        for name in names:
-            column = [row[name] for row in values.values()]
+        for name in next(iter(values.values())):
             if name == "runid":
                 lines.append(f"{'runid':<22}\tall\t{tag}")
-            elif name == "num_q":
-                lines.append(line(name, "all", len(column)))
-            elif name.startswith("num_"):
-                lines.append(line(name, "all", sum(column)))
-            elif name.startswith("gm_"):
-                lines.append(line(name, "all", math.exp(sum(column) / len(column))))
-            else:
-                lines.append(line(name, "all", sum(column) / len(column)))
+                continue
+            column = [row[name] for row in values.values()]
+            lines.append(line(name, "all", _summary_value(name, column, complete_num_rel)))
     return lines
 
 
@@ -148,7 +163,7 @@ def con() -> duckdb.DuckDBPyConnection:
 
 def _parsed(argv: list[str]) -> argparse.Namespace:
     """``duckrank trec_eval ARGV`` parsed by the command line's parser (``duckrank.cli``)."""
-    return build_parser().parse_args(["trec_eval", *argv])
+    return build_parser().parse_args(["trec_eval", "--compat", "9.0.8", *argv])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -215,7 +230,10 @@ def test_flags(tmp_path: Path, con, flags: list[str]) -> None:
     printed = trec_eval_lines(qrels, ranking, measures, per_query=True, complete=parsed.c,
                               summary=not parsed.n, max_docs=parsed.M, level=parsed.l,
                               connection=con)
-    assert printed == _expected_lines(tag, values, per_query=True, summary=not parsed.n)
+    graded = [int(row[3]) for row in _read(qrels, 4)]
+    complete_num_rel = sum(g > 0 for g in graded) if parsed.c else None
+    assert printed == _expected_lines(tag, values, per_query=True, summary=not parsed.n,
+                                      complete_num_rel=complete_num_rel)
 
 
 # pytrec_eval's spelling where it differs: its parser wants a digit before a dot. (It names
@@ -331,13 +349,14 @@ def test_a_measure_without_its_function_is_an_error_never_a_number() -> None:
 
 
 def test_every_measure_is_available_and_all_trec_is_trec_eval_9s() -> None:
-    """all_trec is trec_eval 9's table (measures.c): pytrec_eval's all_trec holds the same
-    names; the three others are trec_eval 10's."""
-    assert {v.measure.name for v in requested_values(["all_trec"])} == (
+    """Under --compat 9.0.8 all_trec is trec_eval 9's table (measures.c): pytrec_eval's all_trec
+    holds the same names; the others are trec_eval 10's."""
+    assert {v.measure.name for v in requested_values(["all_trec"], "9.0.8")} == (
         pytrec_eval.supported_nicknames["all_trec"])
     assert {m.name for m in MEASURES} - pytrec_eval.supported_nicknames["all_trec"] == {
-        "rbp", "rbp_resid", "unj"}
-    check_available(requested_values([m.name for m in MEASURES]))
+        "rbp", "rbp_resid", "unj", "dcg", "ideal_dcg", "yaap", "map_avgjg", "P_avgjg",
+        "Rprec_mult_avgjg"}
+    check_available(requested_values([m.name for m in MEASURES]))  # (qrels_jg's included)
 
 
 def test_trec_eval_10_measures_by_hand(tmp_path: Path, con) -> None:

@@ -1,0 +1,632 @@
+"""The computation of ``duckrank trec_eval``: the flags (``Options``), the one DuckDB query over
+per-query lists, the checks trec_eval makes, and the printed lines."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from duckrank.engines.duckdb import connect
+from duckrank.evaluation import float_score_sql
+from duckrank.files.trec import LATIN1, UTF8, check_order, encoding, file_paths, first_blank_line
+from duckrank.render.quoting import quote_identifier, quote_literal
+from duckrank.reports.trec_eval.measures import (
+    COMPAT_9,
+    COMPAT_10,
+    COMPATS,
+    COMPLETE_NUM_REL,
+    GAINS,
+    GRADES,
+    GROUPS,
+    MATCH,
+    NUM_DOCS,
+    REC,
+    REL,
+    Measure,
+    log_floor,
+    sql_number,
+)
+from duckrank.reports.trec_eval.requests import (
+    Value,
+    check_available,
+    formula_macros,
+    needed_functions,
+    requested_values,
+)
+from duckrank.reports.trec_eval.zscores import load_zscores, zscored
+
+
+@dataclass(frozen=True)
+class Options:
+    """trec_eval's flags: ``-q`` per_query, ``-c`` complete, ``-n`` not summary, ``-M``
+    max_docs, ``-l`` level, ``-J`` judged_only, ``-N`` num_docs, ``-Z`` zscores (the path of
+    a file of ``qid measure mean stddev`` lines), ``-D`` debug_level and only_query (``-D
+    0.QID``), ``-R`` rel_info_format, ``-T`` results_format; and duckrank's ``--compat``:
+    the trec_eval version reproduced, '10.0' (NIST's current) or '9.0.8' (pytrec-eval-terrier's)."""
+
+    per_query: bool = False
+    complete: bool = False
+    summary: bool = True
+    max_docs: int | None = None
+    level: int = 1
+    compat: str = COMPAT_10
+    judged_only: bool = False
+    num_docs: int = 0
+    zscores: str | None = None
+    only_query: str | None = None
+    rel_info_format: str = "qrels"
+    results_format: str = "trec_results"
+    debug_level: int = 0
+
+
+def _check_options(options: Options) -> None:
+    if options.max_docs is not None and options.max_docs < 1:
+        raise ValueError(f"-M {options.max_docs}: the documents kept per query must be 1 or "
+                         "more (trec_eval's -M 0 divides by zero)")
+    if options.level < 0:
+        raise ValueError(f"-l {options.level}: the relevance level must be 0 or more (below 0, "
+                         "trec_eval counts documents absent from the qrels as relevant)")
+    if options.compat not in COMPATS:
+        raise ValueError(f"--compat {options.compat}: the trec_eval versions are "
+                         f"{', '.join(COMPATS)}")
+    if options.num_docs < 0:
+        raise ValueError(f"-N {options.num_docs}: the number of documents in the collection "
+                         "must be 0 or more")
+    _check_formats(options)
+
+
+def debug_flag(text: str) -> tuple[int, str | None]:
+    """-D's ``N[.QID]``: the debug level and the one query to evaluate (trec_eval.c,
+    get_debug_level_query)."""
+    level, dot, query = text.partition(".")
+    if not level.strip().lstrip("+-").isdigit():
+        raise ValueError(f"-D {text}: write the debug level as N or N.QID, e.g. -D 0.301")
+    return int(level), (query if dot else None)
+
+
+# trec_eval 10's qrels formats that duckrank does not read (formats.c); -R qrels_jg is qrels
+# whose second field names a judgment group (get_qrels_jg.c).
+OTHER_REL_FORMATS = ("prefs", "qrels_prefs")
+QRELS_JG = "qrels_jg"
+
+
+def _check_groups(values: Sequence[Value], options: Options) -> None:
+    """-R qrels_jg computes the judgment groups' measures (and runid, num_q) only, and they
+    need it: trec_eval 10 stops otherwise (form_res_rels.c: rel_info format not qrels)."""
+    grouped = options.rel_info_format == QRELS_JG
+    wrong = sorted({v.measure.name for v in values if v.measure.groups != grouped
+                    and v.measure.summary not in ("runid", "count")})
+    if wrong and grouped:
+        raise ValueError(f"-R qrels_jg: trec_eval computes only runid, num_q and the judgment "
+                         f"groups' measures (-m qrels_jg) from it, not {', '.join(wrong)}")
+    if wrong:
+        raise ValueError(f"-m {', '.join(wrong)}: a measure of judgment groups, which needs "
+                         "-R qrels_jg")
+
+
+def _check_formats(options: Options) -> None:
+    """-R, -T and -D as trec_eval 10 takes them, where duckrank follows."""
+    if options.rel_info_format in OTHER_REL_FORMATS:
+        raise ValueError(f"-R {options.rel_info_format}: trec_eval's preference and "
+                         "judgment-group formats are not supported; duckrank reads qrels")
+    if options.rel_info_format not in ("qrels", QRELS_JG):
+        raise ValueError(f"-R {options.rel_info_format}: trec_eval 10's formats are qrels, "
+                         f"{QRELS_JG}, {', '.join(OTHER_REL_FORMATS)} (trec_eval: Illegal "
+                         "rel_format)")
+    if options.results_format != "trec_results":
+        raise ValueError(f"-T {options.results_format}: trec_eval 10 reads trec_results only "
+                         "(trec_eval: Illegal retrieval results format)")
+    if options.debug_level != 0:
+        raise ValueError(f"-D {options.debug_level}: duckrank prints no debugging output; "
+                         "-D 0.QID evaluates the query QID alone")
+    if options.rel_info_format == QRELS_JG and options.judged_only:
+        raise ValueError("-J with -R qrels_jg: not supported (trec_eval drops the unjudged "
+                         "documents of each judgment group apart)")
+    if options.only_query is not None and options.complete:
+        raise ValueError("-D 0.QID with -c: trec_eval 10 evaluates the one query but averages "
+                         "over every query of the qrels; not supported")
+
+
+def _encoding(qrels: str, run: str) -> str:
+    """Both files' encoding: Latin-1 when either is not UTF-8. trec_eval compares ids as bytes;
+    read as Latin-1 (each byte one character) both files' ids are equal when their bytes are
+    (a UTF-8 file read as UTF-8 and a Latin-1 one as Latin-1 would make 'caf\\xc3\\xa9' equal
+    to 'caf\\xe9'), and the lines are written back as the same bytes (``output_bytes``)."""
+    return UTF8 if encoding(qrels) == encoding(run) == UTF8 else LATIN1
+
+
+def output_bytes(line: str, file_encoding: str) -> bytes:
+    """A printed line as trec_eval prints it: the ids' bytes as the files hold them."""
+    return line.encode(file_encoding)
+
+
+def run_tag(path: str, file_encoding: str = UTF8) -> str:
+    """The tag (6th field) of the run file's last line that is not blank or a comment: what
+    trec_eval prints as runid. The file is read backwards from its end, in blocks."""
+    with open(path, "rb") as file:
+        end = file.seek(0, 2)
+        tail = b""
+        while True:
+            start = max(0, end - 65536)
+            file.seek(start)
+            tail = file.read(end - start) + tail
+            end = start
+            lines = tail.split(b"\n")
+            complete = lines if start == 0 else lines[1:]
+            for line in reversed(complete):
+                fields = line.split()
+                if fields and not fields[0].startswith(b"#"):
+                    return (fields[5].decode(file_encoding, "replace") if len(fields) > 5
+                            else "")
+            if start == 0:
+                return ""
+
+
+# -J: the ids of a query's judgments of grade >= 0.
+JUDGED_IDS = "duckrank_judged_ids"
+
+# The lambda parameter that stands for a cut-off or a level in a measure's SQL.
+PARAMETER = "duckrank_p"
+
+
+def _when_ranked(sql: str, missing: str | None, complete: bool) -> str:
+    # Only -c has queries the run lacks: a CASE around every measure costs time otherwise.
+    # (missing None: the measure's value on the empty ranking.)
+    if not complete or missing is None:
+        return sql
+    return f"CASE WHEN duckrank_ranked THEN {sql} ELSE {missing} END"
+
+
+def _value_sql(measure: Measure, parameter: Any, options: Options) -> str:
+    """One value's SQL under the flags: the version's form, -c's value for a query the run
+    lacks, -J's for a ranking left empty."""
+    sql = _when_ranked(measure.sql_for(options.compat)(parameter), measure.missing,
+                       options.complete)
+    if options.judged_only and measure.on_empty is not None:
+        empty = measure.on_empty(parameter, options.compat)
+        sql = f"CASE WHEN len({REC}) = 0 THEN {empty} ELSE {sql} END"
+    return sql
+
+
+def _columns(values: Sequence[Value], options: Options) -> tuple[list[str], list[str]]:
+    """The per-query columns (SQL, one per measure) and, for each value, the expression that
+    reads it from them. A measure of several cut-offs or levels is one call in a lambda over
+    them (``list_transform([5, 10], lambda duckrank_p: precision_at(..., duckrank_p, ...))``):
+    DuckDB expands a duckrank macro once instead of once per cut-off, which divides the time to
+    plan the query by 6 and to run it by 10 for trec_eval's default measures."""
+    columns: list[str] = []
+    reads: list[str] = []
+    for index, value in enumerate(values):
+        measure = value.measure
+        first = index == 0 or values[index - 1].measure is not measure
+        if measure.params in ("cutoffs", "levels"):
+            if first:
+                group = [v.parameter for v in values if v.measure is measure]
+                items = ", ".join(str(p) if measure.params == "cutoffs" else sql_number(p)
+                                  for p in group)
+                computed = _value_sql(measure, PARAMETER, options)
+                columns.append(f"list_transform([{items}], lambda {PARAMETER}: {computed})")
+                position = 0
+            position += 1
+            reads.append(f"m{len(columns) - 1}[{position}]")
+        else:
+            columns.append(_value_sql(measure, value.parameter, options))
+            reads.append(f"m{len(columns) - 1}")
+    return columns, reads
+
+
+def _distinct(ids: str) -> str:
+    """The number of distinct ids in the list ``ids``: the n (distinct relevant items) of the
+    matching step of the binary metrics, with the list as its own truth and nothing ranked.
+    With the native step, 7 times faster than DuckDB's list_unique (0.02 s against 0.15 s on
+    1,000 lists of 1,000 ids)."""
+    return f"duckrank_matched('trec_eval', {ids}, {ids}, 0).n"
+
+
+def _judgments_sql(options: Options, built: str, only: str) -> str:
+    """The judged CTE's query: per query, the relevant documents (REL), the truths ``built``
+    (the MAPs the measures read), -J's judged ids; with -R qrels_jg, one list of relevant
+    documents per judgment group (the iteration field), in the groups' order
+    (get_qrels_jg.c sorts them)."""
+    qrels = f"read_trec_qrels($qrels, file_encoding := $encoding){only}"
+    relevant = "coalesce(list(item) FILTER (WHERE grade >= $level), []::VARCHAR[])"
+    if options.rel_info_format == QRELS_JG:
+        return f"""
+  SELECT query, list({REL} ORDER BY jg) AS {GROUPS}, []::VARCHAR[] AS {REL}
+  FROM (SELECT query, iteration AS jg, {relevant} AS {REL} FROM {qrels} GROUP BY query, jg)
+  GROUP BY query"""
+    judged_ids = (f",\n         coalesce(list(item) FILTER (WHERE grade >= 0), []::VARCHAR[]) "
+                  f"AS {JUDGED_IDS}" if options.judged_only else "")
+    return f"""
+  SELECT query,{built}
+         {relevant} AS {REL}{judged_ids}
+  FROM {qrels} GROUP BY query"""
+
+
+def _per_query_sql(values: Sequence[Value], options: Options) -> str:
+    cut = f"[1:{int(options.max_docs)}]" if options.max_docs is not None else ""
+    # trec_eval 10 stops at a qrels query the run lacks unless -c (``_check_all_ranked``).
+    join = "LEFT JOIN" if options.complete or options.compat == COMPAT_10 else "JOIN"
+    columns = ",\n       ".join(f"{sql} AS m{i}" for i, sql in enumerate(
+        _columns(values, options)[0]))
+    # trec_eval 10 reads the score as a double (get_trec_results.c: atof), 9.0.8 as a float.
+    score = float_score_sql("score") if options.compat == COMPAT_9 else "score"
+    ranking = f"coalesce({REC}, []::VARCHAR[])"
+    if options.judged_only:
+        # -J: the documents of the first N (-M) with a judgment of grade >= 0, in their order
+        # (form_res_rels.c); unjudged ones and negative grades are dropped.
+        ranking = f"list_filter({ranking}, lambda d: list_contains({JUDGED_IDS}, d))"
+    # Only the truths the measures read: a MAP of every judgment costs a third of the time of
+    # trec_eval's default measures, which need none.
+    truths = {
+        GRADES: "map_from_entries(list({'key': item, 'value': grade::DOUBLE}))",
+        GAINS: "map_from_entries(list({'key': item, 'value': greatest(grade, 0)::DOUBLE}))",
+    }
+    built = "".join(f"\n         {sql} AS {name}," for name, sql in truths.items()
+                    if name in columns)
+    read = "".join(f", {name}" for name in truths if name in columns)
+    # -D 0.QID: that query alone (trec_eval.c skips the others).
+    only = " WHERE query = $only_query" if options.only_query is not None else ""
+    judgments = _judgments_sql(options, built, only)
+    if options.rel_info_format == QRELS_JG:
+        read += f", {GROUPS}"
+    # The match, once per query, for the formulas that read it (a column of a subquery, so
+    # that DuckDB computes it once however many measures read it).
+    lists = (f"(SELECT *, duckrank_matched('trec_eval', {REC}, {REL}, len({REC})) AS {MATCH} "
+             "FROM lists)" if MATCH in columns else "lists")
+    return f"""
+WITH ranked AS (
+  SELECT query, to_ordered_list(item, {score}, '-reverse'){cut} AS {REC}
+  FROM read_trec_run($run, file_encoding := $encoding){only} GROUP BY query
+),
+judged AS ({judgments}
+),
+lists AS (
+  SELECT query, {REC} IS NOT NULL AS duckrank_ranked,
+         {ranking} AS {REC}, {REL}{read}
+  FROM judged {join} ranked USING (query)
+)
+SELECT query, duckrank_ranked, len({REC}) > {_distinct(REC)} AS duckrank_duplicate,
+       {columns}
+FROM {lists}"""
+
+
+def _check_judged_once(con: duckdb.DuckDBPyConnection, params: dict[str, Any],
+                       shown: str, groups: bool = False) -> None:
+    """trec_eval's error for a document twice in one query's judgments (``shown``: the qrels
+    path as given). Checked before the measures are computed: the MAP of a query's judgments
+    that the graded measures read would fail first, with DuckDB's bare "Map keys must be
+    unique" naming no file, query or document."""
+    # A second pass over the qrels: a flag carried by the query (a window over every query of
+    # the qrels, also those the run lacks) took 40% more memory at 10,000,000 run lines.
+    # (-R qrels_jg: a document may be judged once in each judgment group.)
+    group = ", iteration" if groups else ""
+    found = con.execute(
+        "SELECT query, item, count(*) FROM read_trec_qrels($qrels, file_encoding := $encoding) "
+        f"GROUP BY query, item{group} HAVING count(*) > 1 ORDER BY query, item LIMIT 1",
+        {"qrels": params["qrels"], "encoding": params["encoding"]}
+    ).fetchall()
+    if found:
+        query, item, times = found[0]
+        count = "twice" if times == 2 else f"{times} times"
+        raise ValueError(f"the qrels file {shown!r} judges document {item!r} {count} for query "
+                         f"{query!r} (trec_eval: duplicate docs); keep one judgment")
+
+
+def _check_ranked_once(con: duckdb.DuckDBPyConnection, table: str,
+                       params: dict[str, Any], options: Options, shown: str) -> None:
+    """trec_eval's error for a document twice in one query's ranking (``shown``: the run path
+    as given)."""
+    queries = con.execute(f"SELECT query FROM {table} WHERE duckrank_duplicate ORDER BY query "
+                          "LIMIT 1").fetchall()
+    if queries:
+        where = f" among its first {options.max_docs}" if options.max_docs is not None else ""
+        item = con.execute(
+            "SELECT item FROM read_trec_run($run, file_encoding := $encoding) WHERE query = $query "
+            "GROUP BY item "
+            "HAVING count(*) > 1 ORDER BY item LIMIT 1",
+            {"run": params["run"], "encoding": params["encoding"], "query": queries[0][0]}
+        ).fetchall()
+        doc = f"document {item[0][0]!r}" if item else "a document"
+        raise ValueError(f"the run file {shown!r} ranks {doc} twice for query "
+                         f"{queries[0][0]!r}{where} (trec_eval: duplicate docs)")
+
+
+def _check_no_blank_line(path: str, shown: str) -> None:
+    """trec_eval 10's error for a blank line in the qrels (get_qrels.c: Malformed line)."""
+    line = first_blank_line(path)
+    if line is not None:
+        raise ValueError(f"the qrels file {shown!r}, line {line}: a blank line (trec_eval 10 "
+                         "stops at it: Malformed line); remove it")
+
+
+def _check_all_ranked(con: duckdb.DuckDBPyConnection, table: str, qrels: str,
+                      run: str) -> None:
+    """trec_eval 10's error for a qrels query with no line in the run, without -c
+    (trec_eval.c: "result qid not found in qrels", exit 4; it names the first such query by
+    id, as this does)."""
+    found = con.execute(f"SELECT query FROM {table} WHERE NOT duckrank_ranked ORDER BY query "
+                        "LIMIT 1").fetchall()
+    if found:
+        raise ValueError(f"query {found[0][0]!r} of the qrels file {qrels!r} has no line in the "
+                         f"run file {run!r} (trec_eval 10 stops: result qid {found[0][0]!r} not "
+                         "found in qrels); give -c to score it 0, or --compat 9.0.8 to leave "
+                         "it out")
+
+
+_FORMATS = {
+    "float": "printf('%-22s\t%s\t%6.4f', {name}, {query}, {value})",
+    "zscore": "printf('Z%-22s\t%s\t%6.4f', {name}, {query}, CAST({value} AS DOUBLE))",
+    "long": "printf('%-22s\t%s\t%d', {name}, {query}, CAST({value} AS BIGINT))",
+    "string": "printf('%-22s\t%s\t''%s''', {name}, {query}, {text})",
+    "runid": "printf('%-22s\t%s\t%s', {name}, {query}, {text})",
+}
+
+
+def _summary_select(values: Sequence[Value], reads: list[str], source: str, row: Any,
+                    kind: Any, complete: bool) -> str | None:
+    """The summary's rows (query 'all'): the mean, sum, count or geometric mean of each value
+    over the queries, ``row`` making each output row; None when no value has one."""
+    totals, cells = [], []
+    for i, v in enumerate(values):
+        # Summed in query order, as trec_eval sums: the same double, bit for bit.
+        summed = log_floor(reads[i]) if v.measure.summary == "gm" else reads[i]
+        total = f"list_reduce(list({summed} ORDER BY query), lambda a, b: a + b)"
+        number = {"mean": f"{total} / count(*)", "sum": total, "count": "count(*)",
+                  "gm": f"exp({total} / count(*))", "runid": "NULL",
+                  "none": None}[v.measure.summary]
+        if complete and v.measure.complete_summary is not None:
+            number = v.measure.complete_summary
+        if number is None:
+            continue
+        totals.append(f"{number} AS a{i}")
+        text = "$runid" if v.measure.summary == "runid" else "NULL"
+        cells.append(row(1, i, v, "'all'", f"a{i}", text,
+                         "runid" if v.measure.summary == "runid" else kind(v)))
+    if not cells:
+        return None
+    return (f"SELECT unnest([{', '.join(cells)}]) AS r, NULL AS q "
+            f"FROM (SELECT {', '.join(totals)} FROM {source})")
+
+
+def _output_sql(table: str, values: Sequence[Value], options: Options,
+                zscores: str | None = None) -> str:
+    """The output rows, in trec_eval's order: measure, query, number, text, line (``zscores``:
+    the table of -Z's file)."""
+
+    def row(order: int, index: int, value: Value, query: str, number: str, text: str,
+            kind: str) -> str:
+        name = quote_literal(value.name)
+        line = _FORMATS[kind].format(name=name, query=query, value=number, text=text)
+        return (f"{{'o': {order}, 'i': {index}, 'measure': {name}, 'query': {query}, "
+                f"'number': CAST({number} AS DOUBLE), 'text': CAST({text} AS VARCHAR), "
+                f"'line': {line}}}")
+
+    def kind(value: Value) -> str:
+        numeric = value.measure.value in ("float", "long")
+        return "zscore" if zscores is not None and numeric else value.measure.value
+
+    reads = _columns(values, options)[1]
+    source = table
+    if zscores is not None:
+        source, reads = zscored(table, zscores, values, reads)
+    selects = []
+    if options.per_query:
+        cells = [
+            row(0, i, v, "query", "NULL" if v.measure.value == "string" else reads[i],
+                reads[i] if v.measure.value == "string" else "NULL", kind(v))
+            for i, v in enumerate(values) if v.measure.per_query
+        ]
+        if cells:
+            selects.append(f"SELECT unnest([{', '.join(cells)}]) AS r, query AS q "
+                           f"FROM {source}")
+    if options.summary:
+        summary = _summary_select(values, reads, source, row, kind, options.complete)
+        if summary:
+            selects.append(summary)
+    if not selects:
+        return ("SELECT NULL AS measure, NULL AS query, NULL AS number, NULL AS text, "
+                "NULL AS line WHERE false")
+    union = " UNION ALL ".join(selects)
+    return (f"SELECT r.measure, r.query, r.number, r.text, r.line FROM ({union}) "
+            "ORDER BY r.o, q, r.i")
+
+
+Row = tuple[str, str, float | int | str]
+
+
+def _per_query_table(con: duckdb.DuckDBPyConnection, table: str, values: Sequence[Value],
+                     options: Options, qrels: str | Path, run: str | Path) -> dict[str, Any]:
+    """Check the files as trec_eval does and compute every query's values into the TEMP table
+    ``table`` (``_per_query_sql``); the parameters of that query (the files' paths, their
+    encoding, ...)."""
+    qrels_file = file_paths(con, qrels, "qrels")[0]
+    run_file = file_paths(con, run, "run")[0]
+    check_order(run_file, qrels_file, "duckrank trec_eval QRELS RUN, as trec_eval's "
+                "(duckrank evaluate takes RUN QRELS)")
+    if options.compat == COMPAT_10:
+        _check_no_blank_line(qrels_file, str(qrels))
+    params = {"run": run_file, "qrels": qrels_file, "level": options.level,
+              "encoding": _encoding(qrels_file, run_file)}
+    _check_judged_once(con, params, str(qrels), options.rel_info_format == QRELS_JG)
+    per_query = _per_query_sql(values, options)
+    if NUM_DOCS in per_query:
+        params["num_docs"] = options.num_docs
+    if options.only_query is not None:
+        params["only_query"] = options.only_query
+    con.execute(f"CREATE TEMP TABLE {table} AS {per_query}", params)
+    _check_ranked_once(con, table, params, options, str(run))
+    if not options.complete and options.compat == COMPAT_10:
+        _check_all_ranked(con, table, str(qrels), str(run))
+    if con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == 0:
+        raise ValueError("no query is in both the qrels and the run (trec_eval: No queries "
+                         "with both results and relevance info)")
+    return params
+
+
+def _output_params(con: duckdb.DuckDBPyConnection, sql: str,
+                   params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters the output's query ``sql`` reads: the run's tag (runid), and the
+    judgments of grade > 0 in the whole qrels (-c's num_rel)."""
+    found = {}
+    if "$runid" in sql:
+        found["runid"] = run_tag(params["run"], params["encoding"])
+    if COMPLETE_NUM_REL in sql:
+        found[COMPLETE_NUM_REL[1:]] = con.execute(
+            "SELECT count(*) FROM read_trec_qrels($qrels, file_encoding := $encoding) "
+            "WHERE grade > 0", {"qrels": params["qrels"], "encoding": params["encoding"]}
+        ).fetchall()[0][0]
+    return found
+
+
+@contextmanager
+def _evaluation(qrels: str | Path, run: str | Path, measures: Sequence[str], options: Options,
+                connection: duckdb.DuckDBPyConnection | None
+                ) -> Iterator[tuple[duckdb.DuckDBPyRelation, str]]:
+    """The output relation (see ``_output_sql``), valid inside the ``with`` block, and the
+    files' encoding (``_encoding``); every check runs before it is returned."""
+    _check_options(options)
+    values = requested_values(measures, options.compat)
+    _check_groups(values, options)
+    check_available(values)
+    con = connection if connection is not None else connect(functions=needed_functions(values))
+    table = quote_identifier(f"duckrank_trec_eval_{uuid.uuid4().hex}")
+    zscores = (quote_identifier(f"duckrank_trec_eval_zscores_{uuid.uuid4().hex}")
+               if options.zscores is not None else None)
+    formulas = formula_macros(values)
+    try:
+        for statement in formulas.values():
+            con.execute(statement)
+        params = _per_query_table(con, table, values, options, qrels, run)
+        if zscores is not None:
+            load_zscores(con, zscores, file_paths(con, options.zscores, "z-scores")[0],
+                         str(options.zscores), params["encoding"])
+        sql = _output_sql(table, values, options, zscores)
+        yield con.sql(sql, params=_output_params(con, sql, params) or None), params["encoding"]
+    finally:
+        for name in (table, zscores):
+            if name is not None:
+                con.execute(f"DROP TABLE IF EXISTS {name}")
+        for name in formulas:
+            con.execute(f"DROP MACRO IF EXISTS temp.main.{name}")
+        if connection is None:
+            con.close()
+
+
+def trec_eval(
+    qrels: str | Path,
+    run: str | Path,
+    measures: Sequence[str] = (),
+    *,
+    per_query: bool = False,
+    complete: bool = False,
+    summary: bool = True,
+    max_docs: int | None = None,
+    level: int = 1,
+    compat: str = COMPAT_10,
+    judged_only: bool = False,
+    num_docs: int = 0,
+    zscores: str | Path | None = None,
+    rel_info_format: str = "qrels",
+    connection: duckdb.DuckDBPyConnection | None = None,
+) -> list[Row]:
+    """What ``trec_eval [-q] [-c] [-n] [-M max_docs] [-l level] [-J] [-N num_docs] [-Z zscores]
+    [-R rel_info_format] -m ... qrels run`` prints (trec_eval 10.0's; ``compat='9.0.8'``: the
+    trec_eval 9.0.8 of pytrec-eval-terrier), as rows (measure, query, value): the value a
+    float at full precision, an int for the counts, a str for ``runid`` and ``relstring``;
+    query ``'all'`` for the summary. ``measures`` as ``-m`` takes them
+    (``requested_values``); none: trec_eval's ``official`` set."""
+    options = Options(per_query, complete, summary, max_docs, level, compat, judged_only,
+                      num_docs, None if zscores is None else str(zscores),
+                      rel_info_format=rel_info_format)
+    rows: list[Row] = []
+    with _evaluation(qrels, run, measures, options, connection) as (relation, _):
+        kinds = {v.name: v.measure.value for v in requested_values(measures, compat)}
+        for measure, query, number, text, _ in relation.fetchall():
+            if text is not None or kinds[measure] == "string":
+                rows.append((measure, query, text or ""))
+            elif kinds[measure] == "long":
+                rows.append((measure, query, int(number)))
+            else:
+                rows.append((measure, query, number))
+    return rows
+
+
+def trec_eval_lines(
+    qrels: str | Path,
+    run: str | Path,
+    measures: Sequence[str] = (),
+    *,
+    per_query: bool = False,
+    complete: bool = False,
+    summary: bool = True,
+    max_docs: int | None = None,
+    level: int = 1,
+    compat: str = COMPAT_10,
+    judged_only: bool = False,
+    num_docs: int = 0,
+    zscores: str | Path | None = None,
+    rel_info_format: str = "qrels",
+    connection: duckdb.DuckDBPyConnection | None = None,
+) -> list[str]:
+    """The lines ``trec_eval`` prints (without their newlines); arguments as ``trec_eval``."""
+    options = Options(per_query, complete, summary, max_docs, level, compat, judged_only,
+                      num_docs, None if zscores is None else str(zscores),
+                      rel_info_format=rel_info_format)
+    return printed_lines(qrels, run, measures, options, connection)
+
+
+def printed_lines(qrels: str | Path, run: str | Path, measures: Sequence[str],
+                  options: Options,
+                  connection: duckdb.DuckDBPyConnection | None = None) -> list[str]:
+    """The lines the command prints for its flags ``options`` (``options_from_flags``)."""
+    with _evaluation(qrels, run, measures, options, connection) as (relation, _):
+        return [line for *_, line in relation.fetchall()]
+
+
+def options_from_flags(args: argparse.Namespace) -> Options:
+    """The ``Options`` of the command's parsed flags (``duckrank.cli``'s trec_eval parser)."""
+    debug_level, only_query = debug_flag(args.debug)
+    return Options(
+        args.per_query, args.complete, args.summary, args.max_docs, args.level,
+        compat=args.compat, judged_only=args.judged_only, num_docs=args.num_docs,
+        zscores=args.zscores, only_query=only_query, rel_info_format=args.rel_info_format,
+        results_format=args.results_format, debug_level=debug_level,
+    )
+
+
+# --- the command (its flags are in duckrank.cli) ----------------------------------------------
+
+def write_lines(qrels: str | Path, run: str | Path, measures: Sequence[str],
+                options: Options) -> None:
+    """Write what ``trec_eval`` prints to stdout, in the files' encoding (``duckrank trec_eval``;
+    errors are raised before any line)."""
+    con = None
+    try:
+        # The flags are checked before duckrank is registered (which takes seconds).
+        _check_options(options)
+        values = requested_values(measures, options.compat)
+        _check_groups(values, options)
+        check_available(values)
+        con = connect(functions=needed_functions(values))
+        # trec_eval's output only: no progress bar drawn among the lines on a terminal.
+        con.execute("SET enable_progress_bar = false")
+        with _evaluation(qrels, run, measures, options, con) as (relation, file_encoding):
+            for *_, line in relation.iter_rows(batch_size=10_000):
+                if file_encoding == UTF8:
+                    sys.stdout.write(line + "\n")
+                else:
+                    sys.stdout.flush()
+                    sys.stdout.buffer.write(output_bytes(line + "\n", file_encoding))
+    finally:
+        if con is not None:
+            con.close()
+

@@ -1,0 +1,263 @@
+"""``duckrank trec_eval`` against NIST's trec_eval 10.0, byte for byte.
+
+Where the expected lines come from:
+
+* trec_eval's own tests (``data/trec_eval_10_test``: qrels.test, results.test, ... and the
+  out.test* files they come with, copied from usnistgov/trec_eval at f425365, "Updating
+  CHANGELOG for version 10.0", folder test/; the commands are its Makefile's ``quicktest``);
+* outputs of the trec_eval 10.0 binary on a small generated qrels/run pair covering the flags
+  (``data/trec_eval_10_generated``: the files, each output and, in commands.tsv, the command
+  that printed it; written by ``trec_eval_differential.py --pin``);
+* the binary itself on freshly generated files, when it is on this machine
+  (``trec_eval_oracle.binary``; skipped otherwise);
+* hand calculations, written out in each test.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import duckdb
+import pytest
+from trec_eval_oracle import binary, duckrank_lines, generate, run_binary, run_duckrank
+
+import duckrank
+from duckrank.reports.trec_eval import trec_eval, trec_eval_lines
+
+DATA = Path(__file__).parent / "data"
+UPSTREAM = DATA / "trec_eval_10_test"
+PINNED = DATA / "trec_eval_10_generated"
+
+# trec_eval's Makefile, quicktest: (expected output, flags, qrels, results).
+MEAS_PARAMS = ["-q", "-miprec_at_recall..10,.20,.25,.75,.50", "-m", "P.5,7,3", "-m",
+               "recall.20,2000", "-m", "Rprec_mult.5.0,0.2,0.35", "-mutility.2,-1,0,0", "-m",
+               "11pt_avg..25,.5,.75", "-mndcg.1=3,2=9,4=4.5", "-mndcg_cut.10,20,23.4",
+               "-msuccess.2,5,20"]
+UPSTREAM_CASES = [
+    ("out.test", [], "qrels.test", "results.test"),
+    ("out.test", [], "qrels.test.with-comments", "results.test"),
+    ("out.test.a", ["-m", "all_trec"], "qrels.test", "results.test"),
+    ("out.test.aq", ["-m", "all_trec", "-q"], "qrels.test", "results.test"),
+    ("out.test.aqc", ["-m", "all_trec", "-q", "-c"], "qrels.test", "results.trunc"),
+    ("out.test.aqcM", ["-m", "all_trec", "-q", "-c", "-M100"], "qrels.test", "results.trunc"),
+    ("out.test.aql", ["-m", "all_trec", "-mrelstring.20", "-q", "-l2"], "qrels.rel_level",
+     "results.test"),
+    ("out.test.meas_params", MEAS_PARAMS, "qrels.test", "results.test"),
+    ("out.test.aqZ", ["-q", "-m", "all_trec", "-Z", str(UPSTREAM / "zscores_file")],
+     "qrels.test", "results.test"),
+    ("out.test.qrels_jg", ["-m", "qrels_jg", "-q", "-R", "qrels_jg"], "qrels.123",
+     "results.test"),
+]
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="latin-1").splitlines()
+
+
+@pytest.fixture(scope="module")
+def con():
+    """One connection for the module's commands (``duckrank_lines``: the command's parser and
+    computation, without registering duckrank per command)."""
+    connection = duckrank.connect()
+    yield connection
+    connection.close()
+
+
+@pytest.mark.parametrize(("expected", "flags", "qrels", "results"), UPSTREAM_CASES,
+                         ids=[f"{c[0]}-{c[2]}" for c in UPSTREAM_CASES])
+def test_trec_evals_own_test_outputs(con, expected: str, flags: list[str], qrels: str,
+                                     results: str) -> None:
+    args = [*flags, str(UPSTREAM / qrels), str(UPSTREAM / results)]
+    assert duckrank_lines(args, con) == _lines(UPSTREAM / expected)
+
+
+def _pinned() -> list[tuple[str, int, str, list[str]]]:
+    rows = []
+    for line in (PINNED / "commands.tsv").read_text().splitlines():
+        output, status, name, command = line.split("\t")
+        args = [str(PINNED / a) if (PINNED / a).is_file() else a
+                for a in shlex.split(command)[1:]]
+        rows.append((output, int(status), name, args))
+    return rows
+
+
+@pytest.mark.parametrize(("output", "status", "name", "args"), _pinned(),
+                         ids=[row[2] for row in _pinned()])
+def test_the_binarys_pinned_outputs(con, output: str, status: int, name: str,
+                                    args: list[str]) -> None:
+    if status != 0:
+        # trec_eval 10 stops (exit 4) at a qrels query the run lacks, without -c: the command
+        # says so before printing anything (run whole here: its exit status and output).
+        ours, lines, error = run_duckrank(args)
+        assert ours == 1 and lines == [] and "has no line in the run file" in error
+        return
+    assert duckrank_lines(args, con) == _lines(PINNED / output)
+
+
+@pytest.fixture(scope="module")
+def oracle() -> str:
+    path = binary()
+    if path is None:
+        pytest.skip("no trec_eval 10.0 binary (DUCKRANK_TREC_EVAL, ~/.cache/trec_eval-10.0)")
+    return path
+
+
+@pytest.mark.parametrize("flags", [["-q", "-m", "all_trec"], ["-q", "-c", "-J", "-m", "all_trec"],
+                                   ["-q", "-l2", "-M", "7", "-m", "all_trec"]])
+def test_live_against_the_binary(con, oracle: str, tmp_path: Path, flags: list[str]) -> None:
+    files = generate(tmp_path, seed=11, queries=25)
+    qrels = files["qrels_extra" if "-c" in flags else "qrels"]
+    status, expected, _ = run_binary(oracle, [*flags, qrels, files["run"]])
+    assert status == 0
+    assert duckrank_lines([*flags, qrels, files["run"]], con) == expected
+
+
+def _write(path: Path, lines: list[str]) -> str:
+    path.write_text("".join(line + "\n" for line in lines))
+    return str(path)
+
+
+def test_recall_levels_are_rounded_to_the_nearest(tmp_path: Path) -> None:
+    """Ranking a b c d, relevant a c x (R = 3): hits at ranks 1 and 3. trec_eval 10 reaches
+    round(level * 3) relevant documents (m_iprec_at_recall.c, lround): for the 11 levels
+    0, 0, 1, 1, 1, 2, 2, 2, 2, 3, 3; interpolated precision 1 for 0 and 1, 2/3 for 2, 0 for 3
+    (never reached): 11pt_avg = (2 + 3 + 4 * 2/3) / 11 = 0.69697. trec_eval 9 reached
+    trunc(level * 3 + 0.9): 0, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3 (in doubles 0.7 * 3 + 0.9 is
+    2.9999999999999996), so (1 + 3 + 4 * 2/3) / 11 = 0.60606."""
+    qrels = _write(tmp_path / "q", ["1 0 a 1", "1 0 b 0", "1 0 c 1", "1 0 x 1"])
+    ranking = _write(tmp_path / "r", [f"1 Q0 {d} {i} {5 - i} t" for i, d in enumerate("abcd", 1)])
+    rows = dict((m, v) for m, _, v in trec_eval(qrels, ranking, ["11pt_avg", "iprec_at_recall"]))
+    assert rows["11pt_avg"] == pytest.approx((2 + 3 + 4 * 2 / 3) / 11, abs=1e-15)
+    assert rows["iprec_at_recall_0.30"] == 1.0  # round(0.9) = 1; trec_eval 9: trunc(1.8) = 1
+    assert rows["iprec_at_recall_0.50"] == pytest.approx(2 / 3)  # round(1.5) = 2
+    old = dict((m, v) for m, _, v in trec_eval(qrels, ranking, ["11pt_avg", "iprec_at_recall"],
+                                                 compat="9.0.8"))
+    assert old["11pt_avg"] == pytest.approx((1 + 3 + 4 * 2 / 3) / 11, abs=1e-15)
+    assert old["iprec_at_recall_0.10"] == 1.0  # trunc(0.3 + 0.9) = 1: the first hit, 1/1
+
+
+def test_relstring_and_parameter_spellings(tmp_path: Path) -> None:
+    """relstring shows min(N, num_ret) documents, N = 10 unless given (m_relstring.c); a
+    cut-off is read by C's atol (23.4 is 23, named ndcg_cut_23); 11pt_avg with levels is named
+    after them (meas_init.c, append_string). Ranking d1..d12 by score; d1, d3 graded 2, 1, d2
+    graded -1 ('.'), the rest unjudged ('-')."""
+    qrels = _write(tmp_path / "q", ["1 0 d1 2", "1 0 d2 -1", "1 0 d3 1"])
+    ranking = _write(tmp_path / "r", [f"1 Q0 d{i} {i} {20 - i} t" for i in range(1, 13)])
+    lines = trec_eval_lines(qrels, ranking, ["relstring", "ndcg_cut.10,20,23.4",
+                                             "11pt_avg..25,.5"], per_query=True, summary=False)
+    assert lines[0] == "relstring             \t1\t'2.1-------'"
+    assert [line.split("\t")[0].strip() for line in lines[1:]] == [
+        "11pt_avg_.25,.5", "ndcg_cut_10", "ndcg_cut_20", "ndcg_cut_23"]
+    (short,) = trec_eval_lines(qrels, ranking, ["relstring.3"], per_query=True, summary=False)
+    assert short == "relstring_3           \t1\t'2.1'"
+
+
+def test_rbp_dcg_and_yaap_by_hand(tmp_path: Path) -> None:
+    """Ranking a b c d e f with grades 3, 1, 0, 2, -1 and f unjudged. rbp.p=0.5 on the grades
+    scaled by the largest (m_rbp.c): 0.5 (1 + 1/3 0.5 + 0 + 2/3 0.125) = 0.625; dcg (linear
+    gains, m_ndcg.c) = 3 + 1 / log2(3) + 2 / log2(5) = 4.49228; ideal_dcg = 3 + 2 / log2(3) +
+    1 / 2 = 4.76186; yaap (m_yaap.c, relevant = grade >= 1: a, b, d of R = 3) with
+    S = 1/1 + 2/2 + 3/4 = 2.75: ln(3.75 / 1.25) = ln 3."""
+    qrels = _write(tmp_path / "q", ["1 0 a 3", "1 0 b 1", "1 0 c 0", "1 0 d 2", "1 0 e -1"])
+    ranking = _write(tmp_path / "r", [f"1 Q0 {d} {i} {9 - i} t" for i, d in enumerate("abcdef", 1)])
+    rows = {m: v for m, _, v in trec_eval(qrels, ranking, ["rbp.p=0.5", "dcg", "ideal_dcg",
+                                                             "yaap"])}
+    assert rows["rbp_p=0.5"] == pytest.approx(0.625, abs=1e-15)
+    assert rows["dcg"] == pytest.approx(3 + 1 / 1.584962500721156 + 2 / 2.321928094887362)
+    assert rows["ideal_dcg"] == pytest.approx(3 + 2 / 1.584962500721156 + 0.5)
+    assert rows["yaap"] == pytest.approx(1.0986122886681098)  # ln 3
+
+
+def test_judged_only_prints_trec_evals_nan(tmp_path: Path) -> None:
+    """-J drops every unjudged document (form_res_rels.c); query 2 keeps none, and
+    m_iprec_at_recall.c starts from 0 / 0, which C prints '-nan' for the levels that reach no
+    relevant document (round(level * 2) = 0: 0.0 and 0.1..0.2), 0 for the others; the mean
+    over queries takes the NaN too."""
+    qrels = _write(tmp_path / "q", ["1 0 a 1", "2 0 b 1", "2 0 c 1"])
+    ranking = _write(tmp_path / "r", ["1 Q0 a 1 2 t", "1 Q0 z 2 1 t", "2 Q0 y 1 1 t"])
+    lines = trec_eval_lines(qrels, ranking, ["iprec_at_recall..1,.3", "num_ret"],
+                            per_query=True, judged_only=True)
+    assert lines == [
+        "num_ret               \t1\t1", "iprec_at_recall_0.10  \t1\t1.0000",
+        "iprec_at_recall_0.30  \t1\t1.0000",
+        "num_ret               \t2\t0", "iprec_at_recall_0.10  \t2\t  -nan",
+        "iprec_at_recall_0.30  \t2\t0.0000",
+        "num_ret               \tall\t1", "iprec_at_recall_0.10  \tall\t  -nan",
+        "iprec_at_recall_0.30  \tall\t0.5000",
+    ]
+
+
+@pytest.mark.parametrize(("qrels_lines", "run_lines", "requests", "message"), [
+    (["1 0 a 1", "", "1 0 b 0"], ["1 Q0 a 1 1 t"], ["map"],
+     r"the qrels file '.*q', line 2: a blank line"),
+    (["1 0 a 1", "2 0 b 1"], ["1 Q0 a 1 1 t"], ["map"],
+     "query '2' of the qrels file '.*q' has no line in the run file"),
+    (["1 0 a 1"], ["1 Q0 a 1 1 t"], ["11pt_avg..5,.25"], "in increasing order"),
+    # m_ndcg.c: ndcg, dcg and ideal_dcg share one parameter block (trec_eval 10 crashes).
+    (["1 0 a 1"], ["1 Q0 a 1 1 t"], ["ndcg.1=3", "dcg"], "shares the gains of ndcg, dcg"),
+    # gain_init.c sorts gains by (int)(a - b): 2.5 (grade 1) and 2 (grade 2) compare equal.
+    (["1 0 a 1", "1 0 b 2"], ["1 Q0 a 1 1 t"], ["ndcg.1=2.5"], "less than 1 apart"),
+])
+def test_trec_eval_10s_errors(tmp_path: Path, qrels_lines: list[str], run_lines: list[str],
+                              requests: list[str], message: str) -> None:
+    qrels = _write(tmp_path / "q", qrels_lines)
+    ranking = _write(tmp_path / "r", run_lines)
+    with pytest.raises((ValueError, duckdb.Error), match=message):
+        trec_eval(qrels, ranking, requests)
+
+
+def test_compat_9_leaves_out_what_trec_eval_10_refuses(tmp_path: Path) -> None:
+    """pytrec-eval-terrier (trec_eval 9.0.8) skips blank qrels lines and the qrels queries the
+    run lacks: --compat 9.0.8 evaluates query 1 only."""
+    qrels = _write(tmp_path / "q", ["1 0 a 1", "", "2 0 b 1"])
+    ranking = _write(tmp_path / "r", ["1 Q0 a 1 1 t"])
+    assert trec_eval(qrels, ranking, ["num_q"], compat="9.0.8") == [("num_q", "all", 1)]
+    with pytest.raises(ValueError, match="--compat 8: the trec_eval versions are 10.0, 9.0.8"):
+        trec_eval(qrels, ranking, ["num_q"], compat="8")
+
+
+def test_debug_query_and_formats() -> None:
+    """-D 0.QID evaluates that query alone (trec_eval.c: the others are skipped, num_q is 1);
+    -o is accepted and changes nothing (trec_eval 10: obsolete); -T and -R take trec_eval's
+    one format each here, other values are errors naming the flag. (q3's values: the binary's
+    on the pinned files, -q -D 0.q3 -m num_q -m map -m num_rel.)"""
+    qrels, ranking = str(PINNED / "qrels.txt"), str(PINNED / "run.txt")
+    status, lines, _ = run_duckrank(["-q", "-o", "-T", "trec_results", "-R", "qrels",
+                                     "-D", "0.q3", "-m", "num_q", "-m", "map", "-m", "num_rel",
+                                     qrels, ranking])
+    assert status == 0
+    assert lines == ["num_rel               \tq3\t3", "map                   \tq3\t0.0370",
+                     "num_q                 \tall\t1", "num_rel               \tall\t3",
+                     "map                   \tall\t0.0370"]
+    for flags, message in ((["-R", "prefs"], "-R prefs: trec_eval's preference"),
+                           (["-m", "map_avgjg"], "-m map_avgjg: a measure of judgment groups"),
+                           (["-R", "qrels_jg", "-m", "map"], "-R qrels_jg: trec_eval computes"),
+                           (["-T", "foo"], "-T foo: trec_eval 10 reads trec_results only"),
+                           (["-D", "2"], "-D 2: duckrank prints no debugging output"),
+                           (["--compat", "9"], "invalid choice: '9'")):
+        status, lines, error = run_duckrank([*flags, qrels, ranking])
+        assert status != 0 and lines == [] and message in error, (flags, error)
+
+
+def test_the_sql_functions_behind_the_new_measures(con) -> None:  # (the module's connection)
+    """The records the command calls, as SQL functions (hand calculations of the tests above):
+    rec a b c d against relevant a c x: iprec_at_recall at 0.5 reaches round(1.5) = 2 relevant
+    (2/3), eleven_point_ap 0.69697 with rounding := 'nearest' and 0.60606 by default
+    (trec_eval 9's); yaap of rec a b c d e f against grades a 3, b 1, c 0, d 2 is ln 3;
+    graded_rbp (gain 'trec_eval') with p = 0.5 is 0.625 (grades over the largest, 3)."""
+    binary = "['a', 'b', 'c', 'd'], ['a', 'c', 'x']"
+    graded = "['a', 'b', 'c', 'd', 'e', 'f'], MAP {'a': 3, 'b': 1, 'c': 0, 'd': 2, 'e': -1}"
+    row = con.execute(
+        f"SELECT iprec_at_recall({binary}, recall := 0.5, rounding := 'nearest'), "
+        f"eleven_point_ap({binary}, rounding := 'nearest'), eleven_point_ap({binary}), "
+        f"yaap({graded}, min_grade := 1), graded_rbp({graded}, persistence := 0.5, "
+        "gain := 'trec_eval')"
+    ).fetchall()[0]
+    assert row[0] == pytest.approx(2 / 3)
+    assert row[1] == pytest.approx((2 + 3 + 4 * 2 / 3) / 11)
+    assert row[2] == pytest.approx((1 + 3 + 4 * 2 / 3) / 11)
+    assert row[3] == pytest.approx(1.0986122886681098)
+    assert row[4] == pytest.approx(0.625)
+    with pytest.raises(Exception, match="rounding"):
+        con.execute(f"SELECT iprec_at_recall({binary}, rounding := 'up')").fetchall()
