@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from duckrank._version import __version__
@@ -53,6 +54,10 @@ def off_policy(*args: Any, **kwargs: Any) -> Any:  # noqa: F811
 
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
+        # A subpackage (`duckrank.evaluation.UnrankedQueries` after `import duckrank`), as
+        # before the names were lazy: importing it binds it here.
+        if not name.startswith("_") and importlib.util.find_spec(f"duckrank.{name}"):
+            return importlib.import_module(f"duckrank.{name}")
         raise AttributeError(f"module 'duckrank' has no attribute {name!r}")
     value = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = value  # later look-ups skip this function

@@ -51,7 +51,7 @@ from duckrank.evaluation.planning import (
     _plan_metrics,
     _top_k,
 )
-from duckrank.evaluation.sql import _rank_key, _scored_sql
+from duckrank.evaluation.sql import _rank_key, _scored_sql, _text_valued
 from duckrank.render.quoting import quote_identifier
 from duckrank.render.spelling import PYTHON, Spelling
 
@@ -208,6 +208,10 @@ def evaluation(  # noqa: C901
         profile = _profile_qrels(con, qrels_view, c)
         _check_grades(con, qrels_view, c, requests, profile, spelling)
         metric_columns, truths = _plan_metrics(requests, profile.graded)
+        text = [m.column for m in metric_columns if _text_valued(m)]
+        if text and not per_user:
+            raise ValueError(f"evaluate: {', '.join(text)} gives each query a text (trec_eval's "
+                             "relevance string), which has no mean: pass per_user=True")
         truths = [_all_relevant(con, truth, profile, rules) for truth in truths]
         beyond_table = None
         if beyond:

@@ -59,6 +59,11 @@ def _rank_key(c: _Columns, convention: Convention) -> str:
     return c.run_key
 
 
+
+def _text_valued(metric: _Metric) -> bool:
+    """A metric whose value is text (trec_eval's relstring), not a number."""
+    return any(m.result_type == "VARCHAR" for m in metric.request.overloads)
+
 def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_Metric],  # noqa: C901
                 truths: Sequence[_Truth], bucket: _Bucket, convention: Convention,
                 top_k: int | None, native_key: str | None,
@@ -110,7 +115,9 @@ def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_
                 size = "cardinality" if graded[metric.truth] else "len"
                 arguments.append(f"k := greatest(len({rec}), {size}({metric.truth}))")
             sql = f"{quote_identifier(metric.request.name)}({', '.join(arguments)})"
-            return f"coalesce({sql}, 0)" if convention.undefined_as_zero else sql
+            if not convention.undefined_as_zero or _text_valued(metric):
+                return sql  # relstring: text, which has no 0 (and is never undefined)
+            return f"coalesce({sql}, 0)"
 
         value = call("duckrank_rec")
         if convention.score_unranked:
@@ -119,7 +126,7 @@ def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_
             # query's judged items, ranked, leave undefined (no relevant item) stays NULL, as
             # it is for a query the run ranks.
             unranked = call("duckrank_items[1:0]")
-            if all(m.result_type != "VARCHAR" for m in request.overloads):  # not relstring
+            if not _text_valued(metric):
                 unranked = (f"coalesce({unranked}, "
                             f"CASE WHEN {call('duckrank_items')} IS NOT NULL THEN 0 END)")
             value = f"CASE WHEN duckrank_ranked THEN {value} ELSE {unranked} END"
