@@ -11,7 +11,10 @@ told apart here (``split_metrics``) and parsed by ``duckrank.engines.beyond_accu
 
 A peer's measure name is translated first (``duckrank.evaluation.peer_names``): ir_measures'
 names as it spells them (``nDCG@10``, ``P(rel=2)@5``, ``AP``, ``Judged@10``, ...) and ranx's
-``f1`` and ``hits`` mean what they mean there, whatever the convention.
+``f1`` and ``hits`` mean what they mean there, whatever the convention. The recommender
+libraries' names (``HR@10``, ``MIUF@10``, ``rectools:NDCG@10``: ``duckrank.evaluation.aliases``)
+are read before everything else, and a name that is no one's gets the closest known names
+("did you mean").
 
 A ``Convention`` says how an evaluation reads what the metrics leave open: duckrank's own,
 trec_eval's or ir_measures' (``CONVENTIONS``; docs/trec_eval.md, docs/conventions.md).
@@ -19,6 +22,7 @@ trec_eval's or ir_measures' (``CONVENTIONS``; docs/trec_eval.md, docs/convention
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import warnings
@@ -26,7 +30,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from duckrank.engines.beyond_accuracy import Request, parse_request
-from duckrank.evaluation.peer_names import peer_measure, translate
+from duckrank.evaluation.aliases import (
+    PEERS,
+    SHORTHANDS,
+    aliases_of,
+    by_spelling,
+    reading_list,
+    request_text,
+    shared_readings,
+    split_qualifier,
+)
+from duckrank.evaluation.peer_names import (
+    IR_MEASURES,
+    IR_MEASURES_ALIASES,
+    RANX,
+    peer_measure,
+    translate,
+)
 from duckrank.metrics import METRICS, by_name
 from duckrank.metrics.inputs import INPUT_KINDS
 from duckrank.metrics.record import Metric, Option
@@ -117,6 +137,13 @@ CONVENTIONS = {
 class PeerConventionWarning(UserWarning):
     """A peer's measure name (``nDCG@10``) evaluated under duckrank's convention: its per-query
     values are the peer's, its mean may not be."""
+
+
+class AmbiguousNameWarning(PeerConventionWarning):
+    """A name the libraries compute differently (``NDCG@10``, ``MAP@10``) read as ir_measures'
+    measure; the message names each recommender library's form (``rectools:NDCG@10``)."""
+
+
 # C's FLT_MAX: a larger score is an infinite float (DuckDB's cast to FLOAT refuses it).
 FLT_MAX = 3.4028234663852886e38
 
@@ -278,10 +305,11 @@ def expand_metric(text: str) -> list[str]:
     ``recall@1..100`` -> ``recall@1`` ... ``recall@100`` (items combine: ``P@1,5..7``), in the
     order written; options are kept as written (``ndcg(gain=linear)@5,10``). Any other request
     is returned as it is."""
-    match = _REQUEST.match(text)
+    rest = split_qualifier(text)[1]  # rectools:NDCG@5,10 is expanded as NDCG@5,10
+    match = _REQUEST.match(rest)
     if match is None or match["k"] is None or not re.search(r",|\.\.", match["k"]):
         return [text]
-    prefix = text[:match.start("k")]
+    prefix = text[:len(text) - len(rest) + match.start("k")]
     cutoffs: list[int] = []
     seen: set[int] = set()
     for item in match["k"].split(","):
@@ -315,6 +343,7 @@ def parse_metrics(texts: Sequence[str],
     requests = list({r.label: r.with_defaults(convention.options.get(r.name, {}))
                      for r in (parse_metric(one) for text in texts
                                for one in expand_metric(text))}.values())
+    _ambiguous_warning(requests)
     peers = [r.label for r in requests if r.peer == "ir_measures"]
     if peers and convention.name == "duckrank":
         warnings.warn(
@@ -334,17 +363,105 @@ def is_beyond(text: str) -> bool:
     """Whether ``text`` requests a beyond-accuracy metric (``arp@10``, ``rbo(p=0.8)@10``: a name
     of ``docs/beyond-accuracy.md``), which ``beyond_values`` computes instead of a SQL function
     over (rec, truth)."""
-    match = _REQUEST.match(text)
+    try:
+        resolved, _ = _resolve(text)
+    except ValueError:  # parse_metric says why
+        return False
+    match = _REQUEST.match(resolved)
     return match is not None and match["name"].lower() in _BEYOND_NAMES
+
+
+# --- the libraries' names and "did you mean" ------------------------------------------------------
+
+# duckrank's own names as it spells them (lower case): never another library's.
+_OWN_NAMES = frozenset(n for m in METRICS for n in m.cli_names)
+
+
+def _resolve(text: str) -> tuple[str, str]:
+    """(the request to read, the library whose name it is: a key of ``aliases.PEERS``,
+    "ir_measures" when qualified so, "" otherwise). A name is duckrank's when spelt as duckrank
+    spells it, else ir_measures' or ranx's when theirs (``peer_names``), else a recommender
+    library's when spelt as that library spells it, else duckrank's again (its names are read
+    without case): ``ndcg`` is duckrank's, ``NDCG`` ir_measures', ``PAP`` RecTools'."""
+    library, rest = split_qualifier(text)
+    match = _REQUEST.match(rest)
+    if match is None:
+        return text, ""  # parse_metric says how to write a request
+    name, label = match["name"], text.strip()
+    if library == "ir_measures":
+        if name not in IR_MEASURES and name not in IR_MEASURES_ALIASES:
+            raise ValueError(f"metric {label!r}: ir_measures has no measure {name!r}"
+                             + _suggestion(name, {*IR_MEASURES, *IR_MEASURES_ALIASES}))
+        return rest, library
+    if library is not None:
+        alias = aliases_of(library).get(name.lower())
+        if alias is None:
+            names = {a.name for a in aliases_of(library).values()}
+            raise ValueError(f"metric {label!r}: duckrank reads no {PEERS[library]} metric "
+                             f"named {name!r}; its names: {', '.join(sorted(names))}"
+                             + _suggestion(name, names))
+        return request_text(alias, label, match["options"], match["k"]), library
+    if name in _OWN_NAMES or name in _BEYOND_NAMES or peer_measure(name) is not None:
+        return text, ""
+    if name in SHORTHANDS:
+        return rest[:match.start("name")] + SHORTHANDS[name] + rest[match.end("name"):], ""
+    found = by_spelling().get(name)
+    if found is None:
+        return text, ""
+    if len(shared_readings(found)) > 1:
+        raise ValueError(f"metric {label!r}: the libraries that call a metric {name} compute "
+                         f"different numbers; name the library: {reading_list(found)}")
+    return request_text(found[0], label, match["options"], match["k"]), found[0].library.lower()
+
+
+def _ambiguous_warning(requests: Sequence[MetricRequest]) -> None:
+    """Warn for each bare name read as ir_measures' measure (``MAP@10``) that the recommender
+    libraries compute differently among themselves, naming each one's form."""
+    for request in requests:
+        if request.peer != "ir_measures" or split_qualifier(request.label)[0] is not None:
+            continue
+        name = _REQUEST.match(request.label)["name"]
+        found = by_spelling().get(name, [])
+        if len(shared_readings(found)) > 1:
+            warnings.warn(
+                f"{request.label}: read as ir_measures' {name} (docs/conventions.md); the "
+                f"recommender libraries' {name} differ: {reading_list(found)}; write the "
+                f"library before the name for its number (ir_measures:{name} for this one)",
+                AmbiguousNameWarning, stacklevel=4)
+
+
+def _accepted_names() -> set[str]:
+    """Every name a request may start with: duckrank's, its beyond-accuracy metrics',
+    ir_measures' and ranx's, and the recommender libraries'."""
+    return {*known_metric_names(), *_BEYOND_NAMES, *IR_MEASURES, *IR_MEASURES_ALIASES, *RANX,
+            *by_spelling(), *SHORTHANDS}
+
+
+def closest_names(name: str, names: set[str] | None = None) -> list[str]:
+    """The known names closest to ``name`` (difflib, without regard to case; every spelling of
+    each: ``ndgc`` -> ndcg, NDCG, nDCG), of ``names`` or else of every accepted name."""
+    spellings: dict[str, set[str]] = {}
+    for known in _accepted_names() if names is None else names:
+        spellings.setdefault(known.lower(), set()).add(known)
+    close = difflib.get_close_matches(name.lower(), spellings, n=3, cutoff=0.6)
+    return [spelling for key in close for spelling in sorted(spellings[key])]
+
+
+def _suggestion(name: str, names: set[str] | None = None) -> str:
+    close = closest_names(name, names)
+    return f"; did you mean {', '.join(close)}?" if close else ""
 
 
 def split_metrics(texts: Sequence[str], convention: Convention = CONVENTIONS["duckrank"]
                   ) -> tuple[list[MetricRequest], list[Request]]:
     """The accuracy requests (``parse_metrics``) and the beyond-accuracy ones
     (``duckrank.engines.beyond_accuracy.parse_request``), each after ``expand_metric``
-    (``arp@5,10`` is two requests) and once."""
+    (``arp@5,10`` is two requests) and once. A library's beyond-accuracy name is labelled by
+    the request it becomes (``MIUF@10`` -> ``self_information@10``): ``beyond_values`` reads
+    each request's text again."""
     expanded = [one for text in texts for one in expand_metric(text)]
-    beyond = {text.strip(): parse_request(text) for text in expanded if is_beyond(text)}
+    resolved = [_resolve(text)[0].strip() for text in expanded if is_beyond(text)]
+    beyond = {text: parse_request(text) for text in resolved}
     accuracy = parse_metrics([text for text in expanded if not is_beyond(text)], convention)
     return accuracy, list(beyond.values())
 
@@ -382,6 +499,10 @@ def _peer_request(text: str, match: re.Match) -> MetricRequest | None:
 def parse_metric(text: str) -> MetricRequest:  # noqa: C901
     """Parse ``name[(option=value, ...)][@k]`` against the metric records; a peer's measure
     name (``nDCG@10``, ``P(rel=2)@5``, ``f1@10``) is translated first (``peer_names``)."""
+    resolved, library = _resolve(text)
+    if library:
+        request = parse_metric(resolved)
+        return replace(request, label=text.strip(), peer=PEERS.get(library, request.peer))
     match = _REQUEST.match(text)
     if match is None:
         raise ValueError(
@@ -394,8 +515,11 @@ def parse_metric(text: str) -> MetricRequest:  # noqa: C901
     try:
         record = by_name(match["name"])
     except KeyError:
+        close = closest_names(match["name"])
+        guess = f"metric {text.strip()!r}: did you mean {', '.join(close)}? " if close else ""
         raise ValueError(
-            f"unknown metric {match['name']!r}; known metrics: {', '.join(known_metric_names())}; "
+            f"{guess}unknown metric {match['name']!r}; known metrics: "
+            f"{', '.join(known_metric_names())}; "
             f"beyond-accuracy metrics (docs/beyond-accuracy.md): "
             f"{', '.join(sorted(_BEYOND_NAMES))}"
         ) from None

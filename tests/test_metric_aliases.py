@@ -1,0 +1,236 @@
+"""The recommender libraries' metric names (``duckrank.evaluation.aliases``) and "did you mean".
+
+Expected values are hand calculations from each library's own definition, cited at each test:
+RecTools 0.19 (rectools/metrics/ranking.py, novelty.py, popularity.py docstrings), RePlay 0.22
+(replay/metrics/*.py docstrings), RecBole 1.2 (recbole/evaluator/metrics.py: MAP divides by
+min(|R(u)|, K), NDCG's ideal holds min(|R(u)|, K) hits), Elliot (accuracy/hit_rate/hit_rate.py: 1
+if any of the top cutoff is relevant; accuracy/map/map.py: the mean of precision@1..cutoff) and
+LensKit 2025.8 (lenskit.metrics: Precision divides by the list's length, Recall by min(k, |truth|),
+NDCG discounts by max(1, log2 rank)). No value here is computed by duckrank's own functions.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pandas as pd
+import pytest
+
+import duckrank
+from duckrank.evaluation.aliases import by_spelling
+from duckrank.evaluation.metric_requests import (
+    AmbiguousNameWarning,
+    PeerConventionWarning,
+    closest_names,
+    expand_metric,
+    parse_metric,
+    parse_metrics,
+    split_metrics,
+)
+
+# Two users, k = 3.
+# u1 ranks a, b, c, d; relevant b, d, e, f (4): its top 3 holds one hit, b at rank 2.
+# u2 ranks x alone; relevant x, y (2): one hit at rank 1, a list shorter than k.
+RUN = pd.DataFrame({"user": ["u1"] * 4 + ["u2"], "item": ["a", "b", "c", "d", "x"],
+                    "score": [4.0, 3.0, 2.0, 1.0, 1.0]})
+QRELS = pd.DataFrame({"user": ["u1"] * 4 + ["u2"] * 2, "item": ["b", "d", "e", "f", "x", "y"]})
+L3 = 1 / math.log2(3)  # the discount of rank 2 (1 / log2(2 + 1))
+
+# (request, (u1, u2)): each library's definition worked by hand on the data above.
+HAND = [
+    # Elliot HR and RecTools/RePlay HitRate, LensKit Hit, RecBole hit: 1 if the top k holds a hit.
+    ("HR@3", (1.0, 1.0)),
+    ("HitRate@3", (1.0, 1.0)),
+    ("Hit@3", (1.0, 1.0)),
+    ("recbole:hit@3", (1.0, 1.0)),  # (hit@3 beside Hit@3: DuckDB columns ignore case)
+    # RecTools Precision: hits / k (u2: 1 / 3); LensKit Precision: hits / len(list) (u2: 1 / 1).
+    ("rectools:Precision@3", (1 / 3, 1 / 3)),
+    ("lenskit:Precision@3", (1 / 3, 1.0)),
+    ("precision_at_k@3", (1 / 3, 1 / 3)),  # Recommenders: hits / k
+    # RecTools Recall: hits / |truth|; LensKit Recall: hits / min(k, |truth|) (u1: 1 / 3).
+    ("rectools:Recall@3", (1 / 4, 1 / 2)),
+    ("lenskit:Recall@3", (1 / 3, 1 / 2)),
+    # MAP, u1: precision at the hit (rank 2) = 1/2. RecTools divides by |truth| = 4; RePlay,
+    # RecBole and Recommenders' map_at_k by min(k, |truth|) = 3; LensKit's AveragePrecision by
+    # min(len(list), |truth|): u2's list holds 1 item, so 1 / 1.
+    ("rectools:MAP@3", (0.5 / 4, 1 / 2)),
+    ("replay:MAP@3", (0.5 / 3, 1 / 2)),
+    ("recbole:map@3", (0.5 / 3, 1 / 2)),
+    ("map_at_k@3", (0.5 / 3, 1 / 2)),
+    ("AveragePrecision@3", (0.5 / 3, 1.0)),
+    # NDCG, DCG u1 = 1 / log2(3), u2 = 1. RecTools: ideal of k = 3 hits (1 + L3 + 1/2) for both;
+    # RePlay and RecBole: ideal of min(k, |truth|) hits (u2: 1 + L3); LensKit: rank r discounted
+    # by max(1, log2 r), so rank 2 is undiscounted: DCG u1 = 1, ideal u1 = 1 + 1 + L3, u2 = 1 + 1.
+    ("rectools:NDCG@3", (L3 / (1 + L3 + 0.5), 1 / (1 + L3 + 0.5))),
+    ("replay:NDCG@3", (L3 / (1 + L3 + 0.5), 1 / (1 + L3))),
+    ("recbole:ndcg@3", (L3 / (1 + L3 + 0.5), 1 / (1 + L3))),
+    ("lenskit:NDCG@3", (1 / (2 + L3), 1 / 2)),
+    # MRR (RecTools, RePlay), LensKit RecipRank: 1 / rank of the first hit.
+    ("rectools:MRR@3", (1 / 2, 1.0)),
+    ("RecipRank@3", (1 / 2, 1.0)),
+]
+
+
+@pytest.fixture(scope="module")
+def per_user() -> pd.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PeerConventionWarning)
+        frame = duckrank.evaluate(RUN, QRELS, [text for text, _ in HAND], per_user=True)
+    return frame.set_index("user")
+
+
+@pytest.mark.parametrize(("text", "expected"), HAND, ids=[t for t, _ in HAND])
+def test_a_librarys_name_gives_that_librarys_number(per_user, text, expected) -> None:
+    assert per_user.loc["u1", text] == pytest.approx(expected[0], abs=1e-12)
+    assert per_user.loc["u2", text] == pytest.approx(expected[1], abs=1e-12)
+
+
+def test_the_column_is_the_name_as_written_with_graded_qrels_too() -> None:
+    """The libraries' NDCG is binary (RecTools, RePlay, RecBole, LensKit's default gain): over
+    graded qrels the alias keeps the binary reading (grade > 0), and its label."""
+    graded = QRELS.assign(grade=[3, 1, 2, 1, 2, 1])
+    result = duckrank.evaluate(RUN, graded, ["rectools:NDCG@3", "ndcg@3"], per_user=True)
+    assert "rectools:NDCG@3" in result.columns
+    u1 = result.set_index("user").loc["u1"]
+    assert u1["rectools:NDCG@3"] == pytest.approx(L3 / (1 + L3 + 0.5), abs=1e-12)
+
+
+def test_beyond_accuracy_names() -> None:
+    """RecTools' MeanInvUserFreq (MIUF): per user the mean over the top k of -log2(users who
+    interacted with the item / users of train); AvgRecPopularity (Elliot's ARP too): the mean of
+    the items' interaction counts; RePlay's Surprisal: MIUF / log2(users of train).
+    train: 4 users; a: 2 users, b: 1, c: 4, x: 1. u1's top 3: a, b, c -> -log2 of 2/4, 1/4,
+    4/4 = 1, 2, 0 (mean 1); u2: x -> 2. Means over the users: MIUF 1.5; ARP (7/3 + 1) / 2."""
+    train = pd.DataFrame({"user": ["p", "q", "p", "p", "q", "r", "s", "q"],
+                          "item": ["a", "a", "b", "c", "c", "c", "c", "x"]})
+    # Labelled by the duckrank request each becomes (the beyond-accuracy engine reads it again);
+    # ARP and AvgRecPopularity are one request.
+    result = duckrank.evaluate(RUN, QRELS, ["MIUF@3", "ARP@3", "AvgRecPopularity@3",
+                                            "Surprisal@3"], train=train)
+    assert list(result.columns[-3:]) == ["self_information@3", "arp@3",
+                                         "self_information(normalize=true)@3"]
+    assert result["self_information@3"][0] == pytest.approx(1.5, abs=1e-12)
+    assert result["arp@3"][0] == pytest.approx((7 / 3 + 1) / 2, abs=1e-12)
+    assert result["self_information(normalize=true)@3"][0] == pytest.approx(
+        (1 / 2 + 2 / 2) / 2, abs=1e-12)
+
+
+def test_coverage_is_catalog_coverage() -> None:
+    """``coverage@k``: the distinct items of the top k lists / the catalogue (Recommenders'
+    catalog_coverage): a, b, c, x of a catalogue of 8 -> 1/2."""
+    result = duckrank.evaluate(RUN, QRELS, ["coverage@3"], catalog_size=8)
+    assert result["catalog_coverage@3"][0] == pytest.approx(0.5, abs=1e-12)
+
+
+def test_the_cut_off_can_become_an_option() -> None:
+    """RecTools' PartialAUC(k) and PAP(k) count k negatives over the whole list
+    (docs/conventions.md): the cut-off is the negatives option."""
+    request = parse_metric("rectools:PartialAUC@10")
+    assert (request.name, request.options, request.k) == ("partial_auc", (("negatives", 10),),
+                                                          None)
+    assert parse_metric("PAP@5").options == (("negatives", 5),)
+
+
+def test_duckrank_and_ir_measures_keep_their_names() -> None:
+    """duckrank's lower-case names stay duckrank's (RecBole's map divides by min(k, |truth|),
+    duckrank's map by |truth|); ir_measures' names stay ir_measures'."""
+    assert parse_metric("map@10").options == ()
+    assert parse_metric("recbole:map@10").options == (("denominator", "min_k_truth"),)
+    assert parse_metric("ir_measures:MAP@10").peer == "ir_measures"
+    assert parse_metric("NDCG@10").peer == "ir_measures"
+
+
+def test_a_name_the_libraries_compute_differently_warns_which_was_used() -> None:
+    with pytest.warns(AmbiguousNameWarning, match=r"NDCG@10: read as ir_measures' NDCG.*"
+                      r"rectools:NDCG@k = ndcg\(ideal=k,relevance=binary\)@k.*lenskit:NDCG@k"):
+        parse_metrics(["NDCG@10"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AmbiguousNameWarning)
+        parse_metrics(["MRR@10", "ir_measures:MAP@10", "rectools:MAP@10"],
+                      duckrank.evaluation.CONVENTIONS["ir_measures"])
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("elliot:MAP@10", r"Elliot's MAP is not available in duckrank: it is the mean of "
+                      r"precision@1 \.\. precision@k"),
+    ("novelty@10", r"Recommenders' novelty is not available"),
+    ("Coverage@10", r"RePlay's Coverage is not available"),
+    ("rectools:NDCG(gain=linear)@10", r"RecTools' NDCG takes no options here.*ndcg\(ideal=k"),
+    ("rectools:PartialAUC", r"needs its cut-off"),
+    ("foo:ndcg@10", r"'foo' is no library .*rectools"),
+    ("rectools:NDGC@10", r"no RecTools metric named 'NDGC'.*did you mean NDCG\?"),
+    ("ir_measures:ndgc@10", r"ir_measures has no measure 'ndgc'; did you mean NDCG, nDCG"),
+])
+def test_what_cannot_be_given_says_why(text, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_metric(text)
+
+
+@pytest.mark.parametrize(("text", "closest"), [
+    ("ndgc@10", "ndcg"), ("presicion@5", "precision"), ("NDGC@10", "NDCG"),
+    ("hitrat@10", "hitrate"), ("MIUFF@10", "MIUF"), ("catalog_covrage@10", "catalog_coverage"),
+])
+def test_did_you_mean(text, closest) -> None:
+    with pytest.raises(ValueError, match=rf"metric '{text}': did you mean [^?]*\b{closest}\b"):
+        parse_metric(text)
+
+
+def test_did_you_mean_through_evaluate_and_the_beyond_names() -> None:
+    with pytest.raises(ValueError, match=r"did you mean .*\bndcg\b.*unknown metric 'ndgc'"):
+        duckrank.evaluate(RUN, QRELS, ["ndgc@10"])
+    assert "arp" in closest_names("arpp")
+
+
+def test_expanding_and_splitting_keep_the_library() -> None:
+    assert expand_metric("rectools:NDCG@5,10") == ["rectools:NDCG@5", "rectools:NDCG@10"]
+    accuracy, beyond = split_metrics(["HR@1..2", "MIUF@5"])
+    assert [r.label for r in accuracy] == ["HR@1", "HR@2"]
+    assert [(r.text, r.metric.name) for r in beyond] == [("self_information@5",
+                                                           "self_information")]
+
+
+def test_every_alias_reads() -> None:
+    """Each row of the table parses to a duckrank request (or says why it cannot)."""
+    for spelling, found in by_spelling().items():
+        for alias in found:
+            text = f"{alias.library.lower()}:{spelling}@10"
+            if not alias.request:
+                with pytest.raises(ValueError, match="not available"):
+                    parse_metric(text)
+            elif not split_metrics([text])[1]:
+                assert parse_metric(text).label == text
+
+
+def test_the_command_line_and_compare_take_the_names(tmp_path, capsys) -> None:
+    """The CLI's -m and compare read the same names: the hand values of HAND above."""
+    from duckrank.cli import main
+
+    run, qrels = tmp_path / "run.csv", tmp_path / "qrels.csv"
+    RUN.to_csv(run, index=False)
+    QRELS.to_csv(qrels, index=False)
+    code = main(["evaluate", str(run), str(qrels), "-m", "replay:MAP@3", "-m", "HR@3",
+                 "--format", "csv"])
+    out = capsys.readouterr().out
+    assert code == 0
+    row = out.splitlines()
+    header, values = row[0].split(","), row[1].split(",")
+    assert float(values[header.index("replay:MAP@3")]) == pytest.approx(
+        (0.5 / 3 + 1 / 2) / 2, abs=1e-9)
+    assert float(values[header.index("HR@3")]) == 1.0
+    code = main(["evaluate", str(run), str(qrels), "-m", "presicion@3"])
+    assert code == 1 and "did you mean" in capsys.readouterr().err
+
+    report = duckrank.compare({"a": RUN, "b": RUN}, QRELS, ["rectools:NDCG@3"])
+    assert "rectools:NDCG@3" in str(report)
+
+
+def test_the_conventions_page_lists_every_alias() -> None:
+    """docs/conventions.md ("Recommender libraries' names") has a row per library's name."""
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parents[1].joinpath("docs", "conventions.md").read_text()
+    section = text[text.index("## Recommender libraries' names"):text.index("## ir_measures'")]
+    for spelling, found in by_spelling().items():
+        for alias in found:
+            assert f"`{alias.library.lower()}:{spelling}@k`" in section, spelling
