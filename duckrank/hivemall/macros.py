@@ -279,6 +279,194 @@ def _measure_macro(fn: str) -> str:
     return f"CREATE OR REPLACE MACRO {SCHEMA}.{fn}" + ",\n  ".join(overloads)
 
 
+# --- Hivemall's regression and classification measures (issue 28) ---------------------------
+# LogarithmicLossUDAF, MeanAbsoluteErrorUDAF, MeanSquaredErrorUDAF, RootMeanSquaredErrorUDAF,
+# R2UDAF, F1ScoreUDAF and FMeasureUDAF of hivemall/evaluation (same commit). The regression
+# measures take (predicted, actual) in that order, skip a row where either is NULL, and give 0.0
+# for a group without such a row; NaN and infinities spread into the value, as in Java.
+
+_PAIR = "predicted IS NOT NULL AND actual IS NOT NULL"
+
+
+def _regression(value: str) -> str:
+    """0.0 without a counted row (Hivemall's terminate on a null partial), else ``value``."""
+    return f"CASE WHEN count(*) FILTER (WHERE {_PAIR}) = 0 THEN 0::DOUBLE ELSE {value} END"
+
+
+def _squared_sum() -> str:
+    return f"sum(pow(predicted::DOUBLE - actual::DOUBLE, 2)) FILTER (WHERE {_PAIR})"
+
+
+_COUNT = f"count(*) FILTER (WHERE {_PAIR})"
+# Hivemall clips the prediction to [1e-15, 1 - 1e-15] and reads any actual as the label weight.
+_LOG_TERM = (
+    "actual::DOUBLE * ln(least(greatest(predicted::DOUBLE, 1e-15), 1 - 1e-15)) + (1 - "
+    "actual::DOUBLE) * ln(1 - least(greatest(predicted::DOUBLE, 1e-15), 1 - 1e-15))"
+)
+# R2UDAF keeps every actual and sums their squared deviations from the mean in a second pass;
+# a total of 0 gives 1.0 whatever the residuals.
+_TOTAL = (
+    f"list_sum(list_transform(list(actual::DOUBLE) FILTER (WHERE {_PAIR}), "
+    f"lambda a: pow(a - avg(actual::DOUBLE) FILTER (WHERE {_PAIR}), 2)))"
+)
+
+REGRESSION_MEASURES: dict[str, str] = {
+    "logloss": _regression(f"-1 * sum({_LOG_TERM}) FILTER (WHERE {_PAIR}) / {_COUNT}"),
+    "mae": _regression(
+        f"sum(abs(predicted::DOUBLE - actual::DOUBLE)) FILTER (WHERE {_PAIR}) / {_COUNT}"),
+    "mse": _regression(f"{_squared_sum()} / {_COUNT}"),
+    "rmse": _regression(f"sqrt({_squared_sum()} / {_COUNT})"),
+    "r2": _regression(
+        f"CASE WHEN {_TOTAL} = 0 THEN 1::DOUBLE ELSE 1 - {_squared_sum()} / {_TOTAL} END"),
+}
+
+REGRESSION_SUMMARIES = {
+    "logloss": "Returns the logarithmic loss (Hivemall): logloss(predicted, actual), predicted "
+    "clipped to [1e-15, 1 - 1e-15]; 0.0 without rows.",
+    "mae": "Returns the mean absolute error (Hivemall): mae(predicted, actual); 0.0 without rows.",
+    "mse": "Returns the mean squared error (Hivemall): mse(predicted, actual); 0.0 without rows.",
+    "rmse": "Returns the root mean squared error (Hivemall): rmse(predicted, actual); 0.0 "
+    "without rows.",
+    "r2": "Returns the coefficient of determination (Hivemall): r2(predicted, actual); 1.0 when "
+    "the actuals are constant, 0.0 without rows.",
+}
+
+
+def _null_list_error(fn: str, argument: str) -> str:
+    return (f"error('{fn}: the argument `{argument}` is NULL (Hivemall fails with a "
+            "NullPointerException)')")
+
+
+def _list_counts(fn: str) -> str:
+    """One row of a list form: {tp, actual, predicted}, tp the elements of predicted (each
+    occurrence) found in actual (Java's List.contains, NULL found by a NULL)."""
+    differs, mismatch = _item_type_mismatch(fn, "predicted", "actual")
+    mismatch = mismatch.replace(": rec items are", ": predicted items are").replace(
+        "but truth items", "but actual items")
+    return (
+        f"CASE WHEN actual IS NULL THEN {_null_list_error(fn, 'actual')} "
+        f"WHEN predicted IS NULL THEN {_null_list_error(fn, 'predicted')} "
+        f"WHEN {differs} THEN {mismatch} ELSE {{'tp': len(list_filter(predicted, lambda p: "
+        "list_position(actual, p) IS NOT NULL)), 'actual': len(actual), "
+        "'predicted': len(predicted)} END"
+    )
+
+
+def _f1score_macros() -> list[str]:
+    """F1ScoreUDAF: f1score(actual, predicted) over integer lists, micro-averaged: the counts
+    summed over the rows, then 2 P R / (P + R), -1 when P + R = 0, NULL without rows."""
+    row = f"{_HELPER}f1score_row(actual, predicted)"
+    tp, actual, predicted = (f"sum({row}.{f})" for f in ("tp", "actual", "predicted"))
+    precision = f"(CASE WHEN {predicted} = 0 THEN 0::DOUBLE ELSE {tp} / {predicted} END)"
+    recall = f"(CASE WHEN {actual} = 0 THEN 0::DOUBLE ELSE {tp} / {actual} END)"
+    return [
+        f"CREATE OR REPLACE MACRO {_HELPER}f1score_row(actual, predicted) AS "
+        f"{_list_counts('f1score')}",
+        f"CREATE OR REPLACE MACRO {SCHEMA}.f1score(actual, predicted) AS CASE WHEN count(*) = 0 "
+        f"THEN NULL::DOUBLE WHEN {precision} + {recall} > 0 THEN 2 * {precision} * {recall} / "
+        f"({precision} + {recall}) ELSE -1::DOUBLE END",
+    ]
+
+
+def _label(fn: str, value: str, argument: str) -> str:
+    """Hivemall's asIntLabel: 1 -> 1, 0 and -1 -> 0, anything else an error."""
+    return (
+        f"CASE WHEN {value} IS NULL THEN {_null_list_error(fn, argument)} "
+        f"WHEN {value} = 1 THEN 1 WHEN {value} IN (0, -1) THEN 0 "
+        f"ELSE error('{fn}: Int label must be 1, 0 or -1: ' || {value}::VARCHAR) END"
+    )
+
+
+NO_OPTIONS = "''"
+
+
+def _fmeasure_body(options: str) -> str:
+    """fmeasure's aggregate for the options text ``options`` (a SQL expression): the options
+    checked with Hivemall's messages, then the summed counts of the rows read by 'micro' or
+    'binary' (``_fmeasure_macros``)."""
+    fn = "fmeasure"
+    beta_text = rf"regexp_extract({options}, '-beta\s+(\S+)', 1)"
+    average_text = rf"regexp_extract({options}, '-average\s+(\S+)', 1)"
+    beta = f"coalesce(try_cast(nullif({beta_text}, '') AS DOUBLE), 1.0)"
+    average = f"coalesce(nullif({average_text}, ''), 'micro')"
+    unknown = rf"trim(regexp_replace({options}, '-(beta|average)\s+\S+', '', 'g'))"
+    row = f"{_HELPER}fmeasure_row_0(actual, predicted, {average})"
+    tp, actual, predicted = (f"coalesce(sum({row}.{f}), 0)" for f in ("tp", "actual", "predicted"))
+    return (
+        f"CASE WHEN {options} IS NULL OR {unknown} <> '' THEN error('{fn}: unrecognized "
+        f"options: ' || coalesce({options}, 'NULL')) "
+        f"WHEN NOT ({beta} > 0) THEN error('{fn}: The third argument `double beta` must be "
+        f"greater than 0.0: ' || {beta_text}) "
+        f"WHEN {average} = 'macro' THEN error('{fn}: \"-average macro\" is not supported') "
+        f"WHEN {average} NOT IN ('micro', 'binary') THEN error('{fn}: The third argument "
+        f"`String average` must be one of the {{binary, micro, macro}}: ' || {average}) "
+        f"ELSE {_HELPER}fmeasure_value({tp}, {actual}, {predicted}, {beta}, {average}) END"
+    )
+
+
+def _fmeasure_macros() -> list[str]:
+    """FMeasureUDAF: fmeasure(actual, predicted [, '-beta b -average micro|binary']) over lists
+    (micro only), integer labels or booleans. Each row gives {tp, actual, predicted} counts:
+    a list's (as f1score); a label pair's as one-element lists, except that under 'binary' a 0
+    label is an empty list. The counts are summed, then 'micro': (1 + b^2) tp / (b^2 actual +
+    predicted); 'binary': (1 + b^2) P R / (b^2 P + R); 0.0 when the divisor is not > 0 (a group
+    without rows included). The row form is chosen by typed overloads, chained so that a NULL
+    literal binds to one of them (BOOLEAN, then BIGINT, then the lists)."""
+    fn = "fmeasure"
+    labels = (
+        f"list_transform([{{'a': {_label(fn, 'actual', 'actual')}, "
+        f"'p': {_label(fn, 'predicted', 'predicted')}}}], lambda l: "
+        "CASE WHEN average = 'binary' THEN {'tp': (l.a = 1 AND l.p = 1)::INTEGER, "
+        "'actual': l.a, 'predicted': l.p} ELSE {'tp': (l.a = l.p)::INTEGER, "
+        "'actual': 1, 'predicted': 1} END)[1]"
+    )
+    lists = (
+        f"CASE WHEN average = 'binary' THEN error('{fn}: \"-average binary\" is not "
+        f"supported when `predict` is array') ELSE {_list_counts(fn)} END"
+    )
+    value = (
+        "CASE WHEN average = 'micro' THEN CASE WHEN b * b * actual + predicted > 0 THEN "
+        "(1 + b * b) * tp / (b * b * actual + predicted) ELSE 0::DOUBLE END ELSE "
+        "list_transform([{'p': CASE WHEN predicted = 0 THEN 0::DOUBLE ELSE tp / predicted END, "
+        "'r': CASE WHEN actual = 0 THEN 0::DOUBLE ELSE tp / actual END}], lambda x: CASE WHEN "
+        "b * b * x.p + x.r > 0 THEN (1 + b * b) * x.p * x.r / (b * b * x.p + x.r) "
+        "ELSE 0::DOUBLE END)[1] END"
+    )
+    return [
+        f"CREATE OR REPLACE MACRO {_HELPER}fmeasure_row_1(actual BIGINT, predicted BIGINT, "
+        f"average) AS {labels},\n  (actual, predicted, average) AS {lists}",
+        f"CREATE OR REPLACE MACRO {_HELPER}fmeasure_row_0(actual BOOLEAN, predicted BOOLEAN, "
+        f"average) AS {_HELPER}fmeasure_row_1(actual::INTEGER, predicted::INTEGER, average),\n"
+        f"  (actual, predicted, average) AS {_HELPER}fmeasure_row_1(actual, predicted, average)",
+        f"CREATE OR REPLACE MACRO {_HELPER}fmeasure_value(tp, actual, predicted, b, average) AS "
+        f"{value}",
+        f"CREATE OR REPLACE MACRO {SCHEMA}.{fn}(actual, predicted) AS {_fmeasure_body(NO_OPTIONS)},"
+        f"\n  (actual, predicted, options) AS {_fmeasure_body('options')}",
+    ]
+
+
+CLASSIFICATION_SUMMARIES = {
+    "f1score": "Returns the micro-averaged F1 (Hivemall): f1score(actual, predicted) over "
+    "integer lists; -1 when precision + recall = 0.",
+    "fmeasure": "Returns the F-measure (Hivemall): fmeasure(actual, predicted [, '-beta 1 "
+    "-average micro|binary']) over lists, integer labels (1; 0 or -1) or booleans.",
+}
+
+
+def regression_and_classification_statements() -> list[str]:
+    """The statements of Hivemall's regression measures, f1score and fmeasure."""
+    statements = []
+    for fn, body in REGRESSION_MEASURES.items():
+        statements += [
+            f"CREATE OR REPLACE MACRO {SCHEMA}.{fn}(predicted, actual) AS {body}",
+            f"COMMENT ON MACRO {SCHEMA}.{fn} IS {quote_literal(REGRESSION_SUMMARIES[fn])}",
+        ]
+    statements += [*_f1score_macros(), *_fmeasure_macros()]
+    statements += [f"COMMENT ON MACRO {SCHEMA}.{fn} IS {quote_literal(text)}"
+                   for fn, text in CLASSIFICATION_SUMMARIES.items()]
+    return statements
+
+
 # --- Hive and Hivemall collection functions the guide's queries use -------------------------
 
 STRUCT_MAX_FIELDS = 16
@@ -347,5 +535,6 @@ def sql_statements() -> list[str]:
         _to_ordered_map_macro(),
         *COLLECT_MACROS,
         _struct_macro(),
+        *regression_and_classification_statements(),
     ]
     return statements

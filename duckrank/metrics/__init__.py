@@ -8,6 +8,7 @@ grade >= min_grade: that overload is derived here from its record
 
 from duckrank.metrics import (
     binary,
+    classification,
     correlation,
     cwl,
     diversity,
@@ -22,7 +23,7 @@ from duckrank.metrics.record import Metric
 _RECORDS: tuple[Metric, ...] = (
     *binary.METRICS, *trec_eval.BINARY, *graded.METRICS, *trec_eval.JUDGED,
     *preference.METRICS, *correlation.METRICS, *peers.METRICS, *diversity.METRICS,
-    *cwl.METRICS, *judged_only.METRICS,
+    *cwl.METRICS, *judged_only.METRICS, *classification.METRICS,
 )
 _HAS_MAP_TRUTH = {m.name for m in _RECORDS if m.truth_type.upper().startswith("MAP")}
 

@@ -37,7 +37,15 @@ from duckrank.matching.subtopics import ideal_gains_sql, subtopics_sql
 from duckrank.metrics import METRICS
 from duckrank.metrics.inputs import check_engine
 from duckrank.metrics.record import Choice, Metric, option_errors_sql
-from duckrank.render import beyond_accuracy, fusion, off_policy, ordered_list, protocol, trec
+from duckrank.render import (
+    beyond_accuracy,
+    fusion,
+    off_policy,
+    ordered_list,
+    pointwise,
+    protocol,
+    trec,
+)
 from duckrank.render.quoting import quote_literal
 
 SQL_FILE = Path(__file__).resolve().parents[2] / "sql" / "duckrank.sql"
@@ -325,8 +333,6 @@ def _given_grades_body(metric: Metric, native: bool) -> str:
     )
 
 
-# The macro body of each input kind DuckDB runs in pure SQL (``InputKind.engine == "sql"``); a
-# kind of that engine without a body here fails at import.
 def _subtopics_body(metric: Metric, native: bool) -> str:
     """An intent-aware measure (``inputs="subtopics"``, duckrank.metrics.diversity): the row's
     match (``subtopics_sql``) and cut-off bound once by a lambda over a one-element list; the
@@ -347,6 +353,8 @@ def _subtopics_body(metric: Metric, native: bool) -> str:
     )
 
 
+# The macro body of each input kind DuckDB runs in pure SQL (``InputKind.engine == "sql"``); a
+# kind of that engine without a body here fails at import.
 BODIES = {
     "hits": _hits_body, "grades": _truth_grades_body, "grade_lists": _given_grades_body,
     "graded_hits": _relevant_hits_body, "judged": _judged_body, "subtopics": _subtopics_body,
@@ -439,6 +447,8 @@ def sql_statements(
             by_name.setdefault(metric.name, []).append(metric)
     for overloads in by_name.values():
         statements += [metric_macro(overloads, native, shadowing), metric_comment(overloads)]
+    # After the metric macros: gauc calls auc and lauc, which DuckDB binds at creation.
+    statements += pointwise.MACROS
     return statements
 
 

@@ -11,10 +11,15 @@ Every macro takes table *names* (``query_table``), so a view or a table of any s
 * ``time_split(ratings, cut)``: every rating before ``cut`` is training, the rest test.
 * ``ratio_split(ratings, ratio := 0.8, seed := 0)``: per user, round(ratio x n) ratings as
   training, the rest test.
-* ``sample_candidates(ratings, test, n := 1000, exclude_popular := 3, seed := 0)``: per test user,
-  the test items plus ``n`` items drawn without replacement from those the user did not rate,
-  never one of the ``exclude_popular`` most rated; ``n := NULL`` gives every such item (the full
-  catalogue), so that sampled and full-catalogue evaluation are the same call.
+* ``k_fold_split``, ``cold_user_split``, ``new_users_split``, ``time_range_folds``: RePlay's
+  KFolds, ColdUserRandomSplitter and NewUsersSplitter and RecTools' TimeRangeSplitter (issue 28;
+  each macro's docstring below gives its rule).
+* ``sample_candidates(ratings, test, n := 1000, exclude_popular := 3, seed := 0, weighting :=
+  'uniform')``: per test user, the test items plus ``n`` items drawn without replacement from
+  those the user did not rate, never one of the ``exclude_popular`` most rated; ``n := NULL``
+  gives every such item (the full catalogue), so that sampled and full-catalogue evaluation are
+  the same call. ``weighting := 'popularity'`` draws proportionally to the times rated
+  (RecBole's popularity sampler's distribution, without repeats).
 
 A split returns every input row with one more column, ``part``: ``'train'``, ``'test'``,
 ``'unused'`` (given-N only) or ``'too_few'`` (a user who cannot be split so: every rating of such a
@@ -162,6 +167,150 @@ def _ratio_split() -> str:
     )
 
 
+
+# --- folds (issue 28): RePlay's KFolds, ColdUserRandomSplitter and NewUsersSplitter, RecTools'
+# TimeRangeSplitter. Each returns every input row (k_fold_split: with its fold; the others: with
+# ``part`` and, for the time folds, once per fold it is in), so nothing is dropped in silence.
+
+def _k_fold() -> str:
+    """Per user, the ratings in the seeded shuffled order numbered 1, 2, ...; rating j is in
+    fold (j - 1) % folds + 1 (RePlay's KFolds(strategy='query') numbers them j % folds: its fold
+    i is fold i here, its fold 0 fold ``folds``). ``cold_item`` / ``cold_user``: the item (user)
+    has no rating outside this row's fold, so the fold's training data lacks it (RePlay's
+    drop_cold_items / drop_cold_users drop such test rows)."""
+    macro = "k_fold_split"
+    checks = _checked([_whole_number(macro, "folds", 2), _seed_check(macro), *_ids_checks(macro),
+                       _duplicate(macro, _ADJACENT_DUPLICATE)])
+    return (
+        f"CREATE OR REPLACE MACRO {macro}(ratings, folds := 5, seed := 0) AS TABLE\n"
+        f"SELECT * EXCLUDE ({_RANK}, {_PREVIOUS}),\n"
+        "  count(*) OVER (PARTITION BY item) = count(*) OVER (PARTITION BY item, fold) "
+        "AS cold_item,\n"
+        "  count(*) OVER (PARTITION BY user) = count(*) OVER (PARTITION BY user, fold) "
+        "AS cold_user\n"
+        f"FROM (SELECT *, ({_RANK} - 1) % folds + 1 AS fold\n"
+        f"  FROM (SELECT *, row_number() OVER w AS {_RANK}, lag(item) OVER w AS {_PREVIOUS}\n"
+        "    FROM query_table(ratings)\n"
+        f"    WINDOW w AS (PARTITION BY user ORDER BY {_SHUFFLE}))\n"
+        f"  {checks})"
+    )
+
+
+def _cold_user() -> str:
+    """RePlay's ColdUserRandomSplitter: a share of the users, every rating of theirs in test.
+    The users in the seeded hash order of (seed, user), ties by user; the first round((1 -
+    ratio) U) of the U users train (RePlay samples frac = 1 - ratio of them), the rest test."""
+    macro = "cold_user_split"
+    order = f"{seeded_hash.sql('seed', 'user')}, user"
+    checks = _checked([
+        ("ratio IS NULL OR NOT (ratio > 0 AND ratio < 1)",
+         _fail(macro, "'ratio must be between 0 and 1 (exclusive), got ' "
+                      "|| coalesce(CAST(ratio AS VARCHAR), 'NULL')")),
+        _seed_check(macro), *_ids_checks(macro)])
+    return (
+        f"CREATE OR REPLACE MACRO {macro}(ratings, ratio := 0.1, seed := 0) AS TABLE\n"
+        f"SELECT * EXCLUDE ({_RANK}, {_COUNT}),\n"
+        f"  CASE WHEN {_RANK} <= round((1 - ratio) * {_COUNT}) THEN 'train' ELSE 'test' END "
+        "AS part\n"
+        f"FROM (SELECT r.*, u.{_RANK}, u.{_COUNT} FROM query_table(ratings) r JOIN (\n"
+        f"    SELECT user, row_number() OVER (ORDER BY {order}) AS {_RANK},\n"
+        f"      count(*) OVER () AS {_COUNT}\n"
+        "    FROM (SELECT DISTINCT user, seed FROM query_table(ratings))) u USING (user))\n"
+        f"{checks}"
+    )
+
+
+def _new_users() -> str:
+    """RePlay's NewUsersSplitter: the users whose first rating is newest, about a share
+    ``ratio`` of them, are test users. Their first-rating times, newest first, with the running
+    count of users; test_start = the newest first-rating time at which that count reaches
+    ratio x U. A rating before test_start is train; every rating of a user whose first rating
+    is at or after it is test; the other users' ratings at or after it are 'unused' (RePlay
+    drops them)."""
+    macro = "new_users_split"
+    checks = _checked([
+        ("ratio IS NULL OR NOT (ratio > 0 AND ratio < 1)",
+         _fail(macro, "'ratio must be between 0 and 1 (exclusive), got ' "
+                      "|| coalesce(CAST(ratio AS VARCHAR), 'NULL')")),
+        *_ids_checks(macro),
+        ('"timestamp" IS NULL', _fail(macro, "'ratings has a NULL timestamp (user ' "
+                                             "|| CAST(user AS VARCHAR) || ')'"))])
+    return (
+        f"CREATE OR REPLACE MACRO {macro}(ratings, ratio := 0.1) AS TABLE\n"
+        "WITH checked AS (SELECT * FROM query_table(ratings)\n"
+        f"{checks}\n"
+        "), firsts AS (\n"
+        '  SELECT user, min("timestamp") AS duckrank_first FROM checked GROUP BY user\n'
+        "), by_time AS (\n"
+        "  SELECT duckrank_first, sum(count(*)) OVER (ORDER BY duckrank_first DESC) AS running,\n"
+        "    sum(count(*)) OVER () AS total\n"
+        "  FROM firsts GROUP BY duckrank_first\n"
+        "), start AS (\n"
+        "  SELECT max(duckrank_first) AS test_start FROM by_time WHERE running >= ratio * total\n"
+        ")\n"
+        "SELECT c.*, CASE WHEN f.duckrank_first >= s.test_start THEN 'test'\n"
+        "    WHEN c.\"timestamp\" < s.test_start THEN 'train' ELSE 'unused' END AS part\n"
+        "FROM checked c JOIN firsts f USING (user) CROSS JOIN start s"
+    )
+
+
+def _time_range_folds() -> str:
+    """RecTools' TimeRangeSplitter: n_splits test windows of test_size ('7D', '12H': RecTools'
+    format) ending at the end of the day (hour) of the last rating, the next one when the last
+    rating is exactly on a boundary (date_trunc + 1 unit either way). Fold f (1..n_splits):
+    [start + (f - 1) size, start + f size), start = end - n_splits size; the ratings before its
+    window are 'train', those in it 'test', those after it are not in the fold. A test rating
+    of a user (item) with no training rating in the fold is 'cold_user' ('cold_item'), of a
+    (user, item) pair trained on 'already_seen', when the filter is on (RecTools' defaults;
+    checked in that order, as RecTools filters)."""
+    macro = "time_range_folds"
+    checks = _checked([
+        ("test_size IS NULL OR NOT regexp_full_match(test_size, '[1-9][0-9]*[DH]')",
+         _fail(macro, "'test_size must be a number of days or hours such as ''7D'' or ''4H'' "
+                      "(RecTools'' format), got ' || coalesce(test_size, 'NULL')")),
+        _whole_number(macro, "n_splits", 1),
+        ("filter_cold_users IS NULL OR filter_cold_items IS NULL OR filter_already_seen IS NULL",
+         _fail(macro, "'the filters must be true or false, not NULL'")),
+        *_ids_checks(macro),
+        ('"timestamp" IS NULL', _fail(macro, "'ratings has a NULL timestamp (user ' "
+                                             "|| CAST(user AS VARCHAR) || ')'"))])
+    unit = "CASE WHEN right(test_size, 1) = 'D' THEN 'day' ELSE 'hour' END"
+    size = ("CASE WHEN right(test_size, 1) = 'D' THEN to_days(CAST(test_size[:-2] AS INTEGER)) "
+            "ELSE to_hours(CAST(test_size[:-2] AS INTEGER)) END")
+    one_unit = "CASE WHEN right(test_size, 1) = 'D' THEN to_days(1) ELSE to_hours(1) END"
+    return (
+        f"CREATE OR REPLACE MACRO {macro}(ratings, test_size, n_splits := 1,\n"
+        "    filter_cold_users := true, filter_cold_items := true, filter_already_seen := true)"
+        " AS TABLE\n"
+        "WITH checked AS (SELECT * FROM query_table(ratings)\n"
+        f"{checks}\n"
+        "), windows AS (\n"
+        "  SELECT fold, last_end - (n_splits - fold + 1) * size AS opens,\n"
+        "    last_end - (n_splits - fold) * size AS closes\n"
+        f"  FROM (SELECT date_trunc({unit}, max(\"timestamp\")) + {one_unit} AS last_end,\n"
+        f"      {size} AS size FROM checked),\n"
+        "    range(1, n_splits + 1) AS f(fold)\n"
+        "), folded AS (\n"
+        "  SELECT c.*, w.fold,\n"
+        "    CASE WHEN c.\"timestamp\" < w.opens THEN 'train' ELSE 'test' END AS duckrank_part\n"
+        "  FROM checked c JOIN windows w ON c.\"timestamp\" < w.closes\n"
+        "), marked AS (\n"
+        "  SELECT *,\n"
+        "    bool_or(duckrank_part = 'train') OVER (PARTITION BY fold, user) AS duckrank_user,\n"
+        "    bool_or(duckrank_part = 'train') OVER (PARTITION BY fold, item) AS duckrank_item,\n"
+        "    bool_or(duckrank_part = 'train') OVER (PARTITION BY fold, user, item) "
+        "AS duckrank_seen\n"
+        "  FROM folded\n"
+        ")\n"
+        "SELECT * EXCLUDE (duckrank_part, duckrank_user, duckrank_item, duckrank_seen),\n"
+        "  CASE WHEN duckrank_part = 'train' THEN 'train'\n"
+        "    WHEN filter_cold_users AND NOT duckrank_user THEN 'cold_user'\n"
+        "    WHEN filter_cold_items AND NOT duckrank_item THEN 'cold_item'\n"
+        "    WHEN filter_already_seen AND duckrank_seen THEN 'already_seen'\n"
+        "    ELSE 'test' END AS part\n"
+        "FROM marked"
+    )
+
 # Candidate sampling. The pool is the catalogue (the items of `ratings`) without its
 # `exclude_popular` most rated items (ties by item), numbered 0..m-1 in item order. Each test user
 # gets a pseudo-random permutation of 0..2^b-1 (2^b the smallest power of two >= m): a Feistel
@@ -210,7 +359,7 @@ def _positions() -> str:
 
 _SAMPLE = """
 CREATE OR REPLACE MACRO sample_candidates(ratings, test, n := 1000, exclude_popular := 3,
-    seed := 0) AS TABLE
+    seed := 0, weighting := 'uniform') AS TABLE
 WITH checked AS (
   SELECT user, item FROM (SELECT user, item, {pairs} FROM query_table(ratings))
   {checks}
@@ -243,6 +392,7 @@ WITH checked AS (
     (s.m - len(coalesce(r.rated, []))) / s.whole AS p,
     {keys}
   FROM users u CROSS JOIN size s LEFT JOIN rated r ON u.user = r.user
+  WHERE weighting = 'uniform'
 ), prefix AS MATERIALIZED (
   SELECT *, duckrank_candidate_positions(
       CASE WHEN n IS NULL OR wanted < n THEN whole
@@ -255,11 +405,26 @@ WITH checked AS (
   SELECT user,
     duckrank_candidate_positions(whole, m, c, low_mask, high_mask, {key_names}, rated, n)
   FROM prefix WHERE len(chosen) < wanted
+), weighted AS (
+  -- weighting 'popularity': each user's unrated pool items, the n with the largest
+  -- Efraimidis-Spirakis key u^(1 / times_rated) (ln u / times_rated, u uniform from the seeded
+  -- hash): a sample without replacement in which each draw takes an item with probability
+  -- proportional to its times rated among those left
+  SELECT u.user, p.item
+  FROM users u CROSS JOIN pool p JOIN popularity USING (item)
+  WHERE weighting = 'popularity' AND NOT EXISTS (
+    SELECT 1 FROM checked c WHERE c.user = u.user AND c.item = p.item
+    UNION ALL SELECT 1 FROM test_rows t WHERE t.user = u.user AND t.item = p.item)
+  QUALIFY row_number() OVER (PARTITION BY u.user ORDER BY
+    ln(({popularity_hash} + 0.5) / 4294967296.0) / times_rated DESC, p.item)
+    <= coalesce(n, 9223372036854775807)
 )
 SELECT user, item, false AS sampled FROM test_rows
 UNION ALL
 SELECT picked.user, pool.item, true AS sampled
 FROM (SELECT user, unnest(chosen) AS idx FROM chosen) picked JOIN pool ON picked.idx = pool.idx
+UNION ALL
+SELECT user, item, true AS sampled FROM weighted
 """
 
 
@@ -272,6 +437,9 @@ def _sample() -> str:
         ("n IS NOT NULL AND NOT (n >= 0 AND n = floor(n))",
          _fail(macro, "'n must be NULL (every unrated item) or a whole number >= 0, got ' "
                       "|| CAST(n AS VARCHAR)")),
+        ("weighting IS NULL OR weighting NOT IN ('uniform', 'popularity')",
+         _fail(macro, "'weighting must be ''uniform'' or ''popularity'', got ' "
+                      "|| coalesce(CAST(weighting AS VARCHAR), 'NULL')")),
         _whole_number(macro, "exclude_popular", 0), _seed_check(macro), (
         "user IS NULL OR item IS NULL",
         _fail(macro, "'test has a NULL user or item (user ' || coalesce(CAST(user AS VARCHAR), "
@@ -282,9 +450,12 @@ def _sample() -> str:
                      f"AS k{i}" for i in range(1, ROUNDS + 1))
     # The count of each (user, item) pair, as the time splits count it (_PAIR_COUNT).
     pairs = f"count(*) OVER (PARTITION BY user, item) AS {_PREVIOUS}"
+    # The popularity mode's uniform numbers, salted apart from the Feistel keys and the splits.
+    popularity_hash = seeded_hash.sql("seed", "u.user", "p.item", quote_literal("popularity"))
     return _SAMPLE.format(checks=checks, test_checks=test_checks, keys=keys, key_names=_KEYS,
-                          pairs=pairs)
+                          pairs=pairs, popularity_hash=popularity_hash)
 
 
 MACROS: tuple[str, ...] = (
-    _given_n(), _leave_last_out(), _time_split(), _ratio_split(), _positions(), _sample())
+    _given_n(), _leave_last_out(), _time_split(), _ratio_split(), _k_fold(), _cold_user(),
+    _new_users(), _time_range_folds(), _positions(), _sample())

@@ -16,7 +16,9 @@ import pytest
 
 import duckrank
 from duckrank.engines import duckdb as duckdb_engine
-from duckrank.metrics import trec_eval
+from duckrank.fusion import METHODS as FUSION_METHODS
+from duckrank.metrics import METRICS, trec_eval
+from duckrank.off_policy import RECORDS as OFF_POLICY_RECORDS
 
 LISTS = "FROM (VALUES ([1, 3, 2, 6], [1, 2, 4]), ([5, 1], [9])) t(rec, truth)"
 GRADED = "FROM (VALUES ([1, 3, 2, 6], MAP {1: 3.0, 2: 1.0, 4: 2.0})) t(rec, truth)"
@@ -57,8 +59,33 @@ SIDE_TABLES = (
     "('c', [1.0, 1.0]), ('d', [0.5, 0.2])) t(item, embedding)), "
     "categories AS (SELECT * FROM (VALUES ('a', 'x'), ('b', 'y'), ('c', 'x'), ('d', 'z')) "
     "t(item, category)), "
-    """held AS (SELECT * FROM (VALUES (1, 'f'), (2, 'e')) t("user", item)) """
+    """held AS (SELECT * FROM (VALUES (1, 'f'), (2, 'e')) t("user", item)), """
+    # issue 28: groups of items and of users
+    "item_groups AS (SELECT * FROM (VALUES ('a', 'x'), ('b', 'y'), ('c', 'x'), ('d', 'z')) "
+    't(item, "group")), '
+    """user_groups AS (SELECT * FROM (VALUES (1, 'm'), (2, 'f'), (3, 'f')) t("user", "group")), """
+    """graded AS (SELECT "user", rec, MAP(truth, list_transform(truth, lambda x: 2)) AS truth """
+    "FROM recs), "
+    """scored AS (SELECT "user", rec, list_transform(rec, lambda x: 0.5) AS score, truth """
+    "FROM recs), "
+    # the fusion macros' runs: two systems, two queries, a tie and an item one system lacks
+    "runs AS (SELECT * FROM (VALUES ('s0', 'q1', 'a', 0.9), ('s0', 'q1', 'b', 0.5), "
+    "('s0', 'q2', 'c', 0.5), ('s1', 'q1', 'b', 0.8), ('s1', 'q1', 'c', 0.8), "
+    "('s1', 'q2', 'a', 0.3)) t(system, query, item, score)), "
+    """timed AS (SELECT "user", item, TIMESTAMP '2026-01-01' + to_hours(timestamp * 7) """
+    "AS timestamp FROM ratings) "
 )
+# The fusion methods' parameters without a default (weights, or what training gives).
+_WEIGHTS = ", MAP {'s0': 0.6, 's1': 0.4}"
+_POSITIONS = ", MAP {'s0': [0.5, 0.25], 's1': [0.75]}"
+FUSION_ARGUMENTS = {
+    "fuse_gmnz": ", gamma := 0.5", "fuse_rbc": ", phi := 0.8", "fuse_w_bordafuse": _WEIGHTS,
+    "fuse_w_condorcet": _WEIGHTS, "fuse_wsum": _WEIGHTS, "fuse_wmnz": _WEIGHTS,
+    "fuse_mixed": _WEIGHTS, "fuse_posfuse": _POSITIONS, "fuse_probfuse": _POSITIONS,
+    "fuse_segfuse": _POSITIONS, "fuse_slidefuse": f"{_POSITIONS}, w := 1",
+    "fuse_bayesfuse": ", MAP {'s0': [0.5, -1.0], 's1': [0.25]}",
+    "fuse_mapfuse": ", MAP {'s0': 0.3, 's1': 0.5}",
+}
 TABLE_MACRO_CALLS = {
     "catalog_coverage": "catalog_coverage('recs', 5, catalog := 'items')",
     "exposure_entropy": "exposure_entropy('recs', 5)",
@@ -73,12 +100,77 @@ TABLE_MACRO_CALLS = {
     "ips_recall": "ips_recall('recs', 5, train := 'ratings', min_propensity := 0.1)",
     "ips_precision": "ips_precision('recs', 3, train := 'ratings', min_propensity := 0.1)",
     "ips_ndcg": "ips_ndcg('recs', 5, train := 'ratings', min_propensity := 0.1)",
+    # issue 28
+    "user_coverage": "user_coverage('recs', 2, test := 'held')",
+    "sufficient_reco": "sufficient_reco('recs', 3, deep := true)",
+    "unrepeated_reco": "unrepeated_reco('recs', 3)",
+    "epc": "epc('recs', 'ratings', 5)",
+    "efd": "efd('recs', 'ratings', 5, discount := 'rbp')",
+    "categorical_diversity": "categorical_diversity('recs', 'categories', 5)",
+    "rank_biased_entropy": "rank_biased_entropy('recs', 'categories', 5)",
+    "aclt": "aclt('recs', 'ratings', 5)",
+    "aplt": "aplt('recs', 'ratings', 5, head := 'items')",
+    "pop_reo": "pop_reo('recs', 'ratings', 5)",
+    "pop_rsp": "pop_rsp('recs', 'ratings', 5)",
+    "reo": "reo('recs', 'ratings', 'item_groups', 5)",
+    "rsp": "rsp('recs', 'ratings', 'item_groups', 5)",
+    "bias_disparity": "bias_disparity('recs', 'ratings', 'user_groups', 'item_groups', 5)",
+    "expected_exposure": "expected_exposure('recs', 3)",
+    "extended_epc": "extended_epc('graded', 'ratings', 5)",
+    "extended_efd": "extended_efd('graded', 'ratings', 5, threshold := 2)",
+    "user_mad_rating": "user_mad_rating('scored', 'user_groups', 5)",
+    "item_mad_rating": "item_mad_rating('scored', 'item_groups', 5)",
+    "user_mad_ranking": "user_mad_ranking('graded', 'user_groups', 5, threshold := 2)",
+    "item_mad_ranking": "item_mad_ranking('graded', 'item_groups', 5)",
     "given_n_split": "given_n_split('ratings', 1, test_items := 1)",
     "leave_last_out": "leave_last_out('ratings')",
     "time_split": "time_split('ratings', 3)",
     "ratio_split": "ratio_split('ratings')",
     "sample_candidates": "sample_candidates('ratings', 'held', n := 2)",
+    "k_fold_split": "k_fold_split('ratings', folds := 2)",
+    "cold_user_split": "cold_user_split('ratings', ratio := 0.5)",
+    "new_users_split": "new_users_split('ratings', ratio := 0.5)",
+    "time_range_folds": "time_range_folds('timed', '12H', n_splits := 2)",
+    **{m.sql_name: f"{m.sql_name}('runs'{FUSION_ARGUMENTS.get(m.sql_name, '')})"
+       for m in FUSION_METHODS},
 }
+
+
+SUBTOPICS = (
+    "FROM (VALUES (['a', 'b', 'c'], [{'subtopic': 's1', 'item': 'a', 'grade': 1.0}, "
+    "{'subtopic': 's2', 'item': 'a', 'grade': 2.0}, {'subtopic': 's2', 'item': 'c', "
+    "'grade': 1.0}, {'subtopic': 's3', 'item': 'd', 'grade': 1.0}])) t(rec, truth)"
+)
+# The off-policy aggregates' inputs, one log row each (a slate of two for the slate ones).
+OFF_POLICY_LOG = (
+    "FROM (VALUES (1.0, 0.5, 0.25, 0.4, 0.6, 1, 1.0, 0.5), (0.0, 0.5, 0.25, 0.2, 0.3, 1, 0.5, "
+    "0.25), (1.0, 0.8, 0.4, 0.7, 0.5, 2, 1.0, 0.5)) "
+    "t(reward, pscore, action_prob, q_hat, v_hat, slate_id, prev_pscore, prev_action_prob)"
+)
+
+
+def _records_calls() -> dict[str, str]:
+    """A call of every metric record not called above (from its input kind), of every
+    off-policy record (from its inputs), and of the pointwise and classification aggregates."""
+    calls = {}
+    for metric in METRICS:
+        kind = metric.inputs
+        if kind == "subtopics":
+            calls[metric.name] = (f"SELECT {metric.name}(rec, truth, 2), "
+                                  f"{metric.name}(rec, truth) {SUBTOPICS}")
+        elif kind == "judged":
+            calls[metric.name] = _judged(metric.name)
+        elif kind in ("hits", "graded_hits"):
+            calls[metric.name] = _metric(metric.name)
+    for record in OFF_POLICY_RECORDS:
+        calls[record.name] = f"SELECT {record.name}({', '.join(record.inputs)}) {OFF_POLICY_LOG}"
+    for name in ("rmse", "mse", "mae", "r2"):
+        calls[name] = f"SELECT {name}(score, label) {LABELS}"
+    calls["log_loss"] = f"SELECT log_loss(score, label) {LABELS}"
+    calls["roc_auc"] = f"SELECT roc_auc(score, label) {LABELS}"
+    calls["pr_auc"] = f"SELECT pr_auc(score, label) {LABELS}"
+    calls["gauc"] = f"SELECT gauc(rec, truth), gauc(rec, truth, weighting := 'users') {LISTS}"
+    return calls
 
 
 def _hivemall(name: str) -> str:
@@ -87,6 +179,7 @@ def _hivemall(name: str) -> str:
 
 # One query per stored function (the duckrank_* helpers are called through them).
 CALLS = {
+    **_records_calls(),
     **{name: _metric(name) for name in (
         "precision_at", "recall_at", "average_precision", "mrr", "hitrate", "auc")},
     **{name: _graded(name) for name in ("ndcg", "dcg", "err", "half_life_utility")},
@@ -122,6 +215,11 @@ CALLS = {
                             "ORDER BY u",
     "hivemall.collect_list": f"SELECT u, hivemall.collect_list(u) {LONG} GROUP BY u ORDER BY u",
     "hivemall.struct": "SELECT hivemall.struct(1, 'a')",
+    **{f"hivemall.{name}": f"SELECT hivemall.{name}(score, label) {LABELS}"
+       for name in ("mae", "mse", "rmse", "r2")},
+    "hivemall.logloss": f"SELECT hivemall.logloss(score, label) {LABELS}",
+    "hivemall.f1score": f"SELECT hivemall.f1score(truth, rec) {LISTS}",
+    "hivemall.fmeasure": f"SELECT hivemall.fmeasure(truth, rec) {LISTS}",
 }
 
 

@@ -206,6 +206,9 @@ def _python_value(option: Option) -> object:
         return OTHER_VALUES[option.name]
     if option.choices:
         return next(c for c in option.choices if c != option.default)
+    if option.default is None:  # a count read from outside the list (catalog_size, depth)
+        return next(v for v in (100_000, 50, 5)
+                    if option.bounds is None or option.bounds.accepts(v))
     if option.bounds is not None and not option.bounds.accepts(option.default + 1):
         return option.default / 2
     return option.default + 1

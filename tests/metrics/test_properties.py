@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 import duckrank
 from duckrank.matching.arrays import match_grade_lists, match_grades, match_hits
-from duckrank.metrics import METRICS, cwl, diversity, judged_only, peers, trec_eval
+from duckrank.metrics import METRICS, classification, cwl, diversity, judged_only, peers, trec_eval
 from duckrank.metrics.preference import DISCOUNTS
 
 VECTOR_SIZE = 2048
@@ -968,6 +968,9 @@ def test_every_metric_and_hivemall_function_has_a_property():
     # trec_eval 10.0 (test_peer_measures.py, test_judged_only.py, tests/test_ir_measures_names.py).
     covered |= {m.name for m in (*peers.METRICS, *diversity.METRICS, *cwl.METRICS,
                                  *judged_only.METRICS)}
+    # RecTools' and Elliot's classification-style metrics: against RecTools user by user and
+    # hand calculations from Elliot's formulas (tests/metrics/test_classification.py).
+    covered |= {m.name for m in classification.METRICS}
     assert covered == {m.name for m in METRICS}
     hivemall_functions = {
         row[0] for row in duckrank.connect().execute(
@@ -976,5 +979,8 @@ def test_every_metric_and_hivemall_function_has_a_property():
     }
     # struct(v1, ..., vn) builds a struct literal and has no metric semantics to check here;
     # its field names are checked in tests/test_bad_input.py.
+    # Hivemall's pointwise and classification functions have their references (Hivemall's Java
+    # arithmetic written out) in tests/hivemall/test_hivemall_pointwise.py.
     assert hivemall_functions == {*HIVEMALL_MEASURES, "to_ordered_list", "to_ordered_map",
-                                  "collect_set", "collect_list", "struct"}
+                                  "collect_set", "collect_list", "struct", "logloss", "mae",
+                                  "mse", "rmse", "r2", "f1score", "fmeasure"}

@@ -41,6 +41,11 @@ EXPECTED = {
     ("average_precision", False): 1 / 4,
     ("ndcg", False): (1 / math.log2(3)) / (1 + 1 / math.log2(3)),
     ("ndcg", True): 2.5 / (3 + 1 / math.log2(3)),
+    # trec_eval's interpolated precision (its rounding option chooses the recall cut-off): the
+    # one hit, at rank 2, gives precision 1/2 at recall 1/2, so 1/2 at every level up to 1/2
+    # (the default level, 0, included) and 0 above: 11-point AP = 6 * (1/2) / 11.
+    ("iprec_at_recall", False): 1 / 2,
+    ("eleven_point_ap", False): 3 / 11,
 }
 
 

@@ -39,6 +39,7 @@ import pytest
 import duckrank
 from duckrank.metrics import METRICS
 from duckrank.metrics.record import Metric, Option
+from duckrank.off_policy import RECORDS as OFF_POLICY_RECORDS
 from duckrank.render.macros import SQL_FILE
 
 SUPPORTED_LINES = ("1.4", "1.5", "2.0")  # as docs/integrations.md states them
@@ -207,6 +208,41 @@ def _side_tables(seed: int = 23) -> dict[str, pa.Table]:
         "categories": pa.table({"item": pa.array([f"d{x}" for x in range(22)], pa.string()),
                                 "category": pa.array(items(0, 4, 22), pa.string())}),
         "items": pa.table({"item": pa.array([f"d{x}" for x in range(30)], pa.string())}),
+        # time_range_folds reads TIMESTAMPs: the ratings' timestamps as hours from 2026-01-01.
+        "timed": pa.table({
+            "user": pa.array([u for u, _ in ratings], pa.int64()),
+            "item": pa.array([x for _, x in ratings], pa.string()),
+            "timestamp": pa.array(rng.integers(0, 100, len(ratings)) * 3_600_000_000
+                                  + 1_767_225_600_000_000, pa.timestamp("us")),
+        }),
+        # The fusion macros' input: three systems' scored lists for five queries (ties, an item
+        # one system lacks, a query one system did not answer).
+        "runs": pa.table({
+            "system": pa.array([s for q in range(5) for s in ("s0", "s1", "s2")
+                                if (q, s) != (4, "s2") for _ in range(6)], pa.string()),
+            "query": pa.array([f"q{q}" for q in range(5) for s in ("s0", "s1", "s2")
+                               if (q, s) != (4, "s2") for _ in range(6)], pa.string()),
+            "item": pa.array([f"d{(q + 2 * i + 3 * j) % 13}" for q in range(5)
+                              for j, s in enumerate(("s0", "s1", "s2")) if (q, s) != (4, "s2")
+                              for i in range(6)], pa.string()),
+            "score": pa.array(rng.integers(0, 4, 84).astype(float), pa.float64()),
+        }),
+        # predicted scores beside the lists, for user_mad_rating and item_mad_rating (issue 28)
+        "scored": pa.table({
+            "user": pa.array(range(users), pa.int64()),
+            "rec": pa.array(recs, pa.list_(pa.string())),
+            "score": pa.array([None if r is None else [round(1 / (j + 1), 3) for j in range(len(r))]
+                               for r in recs], pa.list_(pa.float64())),
+            "truth": pa.array([[f"d{x}" for x in range(u % 3, 25, 3)] for u in range(users)],
+                              pa.list_(pa.string())),
+        }),
+        # graded truth (item -> grade) for extended_epc and extended_efd (issue 28)
+        "graded": pa.table({
+            "user": pa.array(range(users), pa.int64()),
+            "rec": pa.array(recs, pa.list_(pa.string())),
+            "truth": pa.array([[(f"d{x}", x % 3) for x in range(u % 4, 25, 4)] if u % 5 else None
+                               for u in range(users)], pa.map_(pa.string(), pa.int64())),
+        }),
     }
 
 
@@ -248,6 +284,9 @@ def _other_value(option: Option) -> str | int | float:
     few numbers its bounds accept."""
     if option.choices:
         return [c for c in option.choices if c != option.default][-1]
+    if option.default is None:  # a count read from outside the list (catalog_size, depth)
+        return next(v for v in (100_000, 50, 5)
+                    if option.bounds is None or option.bounds.accepts(v))
     start = 0.0 if option.default is None or isinstance(option.default, str) else option.default
     candidates = (start + 1.5, start / 2, 2.0, 0.5, start + 0.05)
     return next(v for v in candidates if v != option.default
@@ -285,6 +324,21 @@ SCALAR_CALLS = (
     "rbo(rec, truth, coalesce(k, 3), variant := 'ext')",
     "rbo(rec, truth, coalesce(k, 3), p := 0.7, variant := 'prefix')",
 )
+# The off-policy aggregates (docs/off-policy.md), every record, over the pairs: rewards,
+# probabilities in (0, 1] and [0, 1], estimates and slates made from their columns (the
+# probabilities one per slate, as slate_standard_ips requires); each estimator with a lambda_
+# also with lambda_ := 0.5 (in every one's domain).
+_OFF_POLICY_ARGUMENTS = {
+    "reward": "coalesce(key, 0)", "pscore": "(coalesce(v, 0) % 5 + 1) / 5",
+    "action_prob": "(coalesce(v, 0) % 5) / 4", "q_hat": "coalesce(key, 1) / 6",
+    "v_hat": "coalesce(key, 2) / 5", "slate_id": "coalesce(v, 0) % 5",
+    "prev_pscore": "1.0", "prev_action_prob": "(coalesce(v, 1) % 3) / 2",
+}
+OFF_POLICY_CALLS = tuple(
+    f"{r.name}({', '.join(_OFF_POLICY_ARGUMENTS[a] for a in r.inputs)}{extra})"
+    for r in OFF_POLICY_RECORDS
+    for extra in ("", *([", lambda_ := 0.5"] if getattr(r, "hyperparameter", None) else []))
+)
 ORDERED_OPTIONS = ("", "-reverse", "-k 3", "-k -2", "-reverse -dedup", "-dedup -k 2 -reverse")
 ORDERED_CALLS = (
     "to_ordered_list(v)", "to_ordered_list(s)", "to_ordered_list(v, key)",
@@ -294,6 +348,16 @@ ORDERED_CALLS = (
     *(f"map_entries(to_ordered_{kind}_map(v, key, '{o}'))"
       for kind in ("kv", "vk") for o in ORDERED_OPTIONS),
     "trec_geomean(key)", "trec_geomean(v)", "trec_geomean(key, floor := 0.5)",
+    *OFF_POLICY_CALLS,
+    # The pointwise and classification aggregates (labels 0/1 from v, scores from key).
+    "rmse(key, v / 10)", "mse(key, v / 10)", "mae(key, v / 10)", "r2(key, v / 10)",
+    "log_loss((key + 1) / 8, v % 2)", "log_loss((key + 1) / 8, v % 2, eps := 1e-6)",
+    "roc_auc(key, v % 2)", "pr_auc(key, v % 2)",
+)
+# The aggregates over (rec, truth) lists, on the recommendations side table (GAUC).
+LIST_AGGREGATE_CALLS = (
+    "gauc(rec, truth)", "gauc(rec, truth, weighting := 'users')",
+    "gauc(rec, truth, candidates := 30)",
 )
 # The table macros over _side_tables, each with its options away from the defaults at least once.
 TABLE_CALLS = {
@@ -318,8 +382,58 @@ TABLE_CALLS = {
         "ips_precision('recs', 3, train := 'ratings', gamma := 1, estimator := 'ips', "
         "min_propensity := 0.01)",
         "ips_ndcg('recs', 5, train := 'ratings', min_propensity := 0.05)",
+        # issue 28
+        "user_coverage('recs', 3)", "user_coverage('recs', 2, test := 'held', full_lists := true)",
+        "sufficient_reco('recs', 4)", "sufficient_reco('recs', 2, deep := true)",
+        "unrepeated_reco('recs', 5)", "unrepeated_reco('recs', 3, deep := true)",
+        "arp('recs', 'ratings', 4, discount := 'rbp', persistence := 0.7)",
+        "exposure_gini('recs', 3, catalog_size := 50, discount := 'log')",
+        "epc('recs', 'ratings', 5)", "epc('recs', 'ratings', 3, discount := 'none')",
+        "efd('recs', 'ratings', 5)", "efd('recs', 'ratings', 3, discount := 'rbp')",
+        "categorical_diversity('recs', 'categories', 5)",
+        "rank_biased_entropy('recs', 'categories', 5)",
+        "rank_biased_entropy('recs', 'categories', 3, discount := 'none', smoothing := 1e-6)",
+        "aclt('recs', 'ratings', 5)", "aplt('recs', 'ratings', 3, head := 'items')",
+        "pop_reo('recs', 'ratings', 5)", "pop_rsp('recs', 'ratings', 3, head_share := 0.5)",
+        "reo('recs', 'ratings', 'categories', 5, group_col := 'category')",
+        "rsp('recs', 'ratings', 'categories', 3, group_col := 'category')",
+        "bias_disparity('recs', 'ratings', 'recs', 'categories', 5, group_col := 'category', "
+        "user_group_col := 'user')",
+        "expected_exposure('recs', 5)", "expected_exposure('recs', 3, persistence := 0.8)",
+        "user_mad_rating('scored', 'recs', 5, user_group_col := 'user')",
+        "item_mad_rating('scored', 'categories', 3, group_col := 'category')",
+        "user_mad_ranking('graded', 'recs', 5, user_group_col := 'user')",
+        "item_mad_ranking('graded', 'categories', 3, threshold := 2, group_col := 'category')",
+        "extended_epc('graded', 'ratings', 5)",
+        "extended_efd('graded', 'ratings', 3, threshold := 2, discount := 'none')",
+    ),
+    "fusion": (
+        "fuse_min('runs')", "fuse_max('runs', norm := 'max')", "fuse_med('runs', norm := 'sum')",
+        "fuse_sum('runs', norm := 'zmuv')", "fuse_anz('runs')", "fuse_mnz('runs', norm := 'rank')",
+        "fuse_gmnz('runs', gamma := 0.5)", "fuse_isr('runs')", "fuse_log_isr('runs')",
+        "fuse_logn_isr('runs', sigma := 0.1)", "fuse_rrf('runs', k := 10)",
+        "fuse_rbc('runs', phi := 0.8)", "fuse_bordafuse('runs', norm := 'none')",
+        "fuse_w_bordafuse('runs', MAP {'s0': 0.5, 's1': 0.3, 's2': 0.2})",
+        "fuse_condorcet('runs', norm := 'none')",
+        "fuse_w_condorcet('runs', MAP {'s0': 0.5, 's1': 0.3, 's2': 0.2}, norm := 'none')",
+        "fuse_wsum('runs', MAP {'s0': 0.25, 's1': 0.5, 's2': 0.25}, norm := "
+        "'min-max-inverted')",
+        "fuse_wmnz('runs', MAP {'s0': 0.25, 's1': 0.5, 's2': 0.25})",
+        "fuse_mixed('runs', MAP {'s0': 0.25, 's1': 0.5, 's2': 0.25})",
+        "fuse_posfuse('runs', MAP {'s0': [0.5, 0.25], 's1': [0.75], 's2': []::DOUBLE[]})",
+        "fuse_probfuse('runs', MAP {'s0': [0.5, 0.25], 's1': [0.75, 0.5], 's2': [0.1, 0.2]})",
+        "fuse_segfuse('runs', MAP {'s0': [0.5, 0.25], 's1': [0.75, 0.5], 's2': [0.1, 0.2]})",
+        "fuse_slidefuse('runs', MAP {'s0': [0.5, 0.25, 0.1], 's1': [0.75, 0.5, 0.2], "
+        "'s2': [0.1, 0.2, 0.3]}, w := 1)",
+        "fuse_bayesfuse('runs', MAP {'s0': [0.5, -1.0], 's1': [0.25], 's2': []::DOUBLE[]})",
+        "fuse_mapfuse('runs', MAP {'s0': 0.3, 's1': 0.5, 's2': 0.2})",
     ),
     "protocol": (
+        "k_fold_split('ratings')", "k_fold_split('ratings', folds := 3, seed := 2)",
+        "cold_user_split('ratings')", "cold_user_split('ratings', ratio := 0.3, seed := 1)",
+        "new_users_split('ratings')", "new_users_split('ratings', ratio := 0.3)",
+        "time_range_folds('timed', '1D')",
+        "time_range_folds('timed', '12H', n_splits := 3, filter_already_seen := false)",
         "given_n_split('ratings', 3)", "given_n_split('ratings', 2, test_items := 1, seed := 4)",
         "leave_last_out('ratings')", "leave_last_out('ratings', test_items := 2, seed := 1)",
         "time_split('ratings', 50)",
@@ -328,7 +442,7 @@ TABLE_CALLS = {
         "sample_candidates('ratings', 'held', n := NULL, exclude_popular := 0, seed := 2)",
     ),
 }
-GROUPS = ("metrics", "ordered_lists", "trec_readers", *TABLE_CALLS)
+GROUPS = ("metrics", "ordered_lists", "list_aggregates", "trec_readers", *TABLE_CALLS)
 
 
 def _called(call: str) -> str:
@@ -363,6 +477,7 @@ class Inputs:
         self.queries = {
             "metrics": [f"SELECT i, {metrics} FROM cases ORDER BY i"],
             "ordered_lists": [f"SELECT g, {ordered} FROM pairs GROUP BY g ORDER BY g"],
+            "list_aggregates": [f"SELECT {', '.join(_labelled(LIST_AGGREGATE_CALLS))} FROM recs"],
             "trec_readers": [f"SELECT * FROM read_trec_{kind}('{folder / f'a.{kind}'}') "
                              "ORDER BY ALL" for kind in ("run", "qrels")],
             **{group: [f"SELECT * FROM {call} ORDER BY ALL" for call in calls]
@@ -425,7 +540,8 @@ def stored(inputs: Inputs) -> Path:
 def test_every_function_of_the_file_is_called_here() -> None:
     called = {name for name, _ in _metric_calls()}
     table_calls = [call for calls in TABLE_CALLS.values() for call in calls]
-    called |= {_called(c) for c in (*SCALAR_CALLS, *ORDERED_CALLS, *table_calls)}
+    called |= {_called(c) for c in (*SCALAR_CALLS, *ORDERED_CALLS, *LIST_AGGREGATE_CALLS,
+                                    *table_calls)}
     called |= {"read_trec_run", "read_trec_qrels"}
     assert called == _file_functions()
 
