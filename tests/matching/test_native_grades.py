@@ -135,6 +135,31 @@ def test_native_and_sql_forms_agree_on_integer_keys(fast) -> None:
     _assert_agree(rows)
 
 
+@pytest.mark.parametrize("integer_keys", [False, True])
+def test_long_truth_and_every_ideal_cut_agree_with_sql(fast, integer_keys: bool) -> None:
+    """Truth lists of up to 400 grades with many ties and zeros, k on both sides of 128 (up to
+    128 ideal grades the native step keeps the largest as it reads them, past it it sorts them
+    all) and of the number of positive grades, and a bad grade now and then: the same struct
+    field by field as the SQL form, the ideal list included."""
+    rng = random.Random(32)
+    rows = []
+    for _ in range(60):
+        size = rng.choice([0, 1, 5, 127, 128, 129, 200, 400])
+        ids = rng.sample(range(1000), size)
+        grades = [rng.choice(["0", "0.25", "1", "1", "2", "3", "7.5"]) for _ in ids]
+        if size and rng.random() < 0.1:
+            grades[rng.randrange(size)] = "-1"
+        key = "{}::BIGINT" if integer_keys else "'{}'"
+        truth = "MAP {" + ", ".join(
+            f"{key.format(i)}: {g}" for i, g in zip(ids, grades, strict=True)) + "}"
+        picked = rng.sample(range(1000), 150)
+        rec = ("[" + ", ".join(str(i) for i in picked) + "]::BIGINT[]" if integer_keys
+               else "[" + ", ".join(f"'{i}'" for i in picked) + "]")
+        k = rng.choice([1, 10, 100, 128, 129, 150, 300])
+        rows.append(_both(fast, rec, truth, k, integer_keys=integer_keys))
+    _assert_agree(rows)
+
+
 def test_metrics_read_the_native_step_and_agree_with_sql(fast, sql_only) -> None:
     """err by hand: rec ['a', 'x', 'b'], truth {a: 1, b: 2}, max_grade 4: R_a = 1/16,
     R_b = 3/16, ERR = R_a / 1 + (1 - R_a) R_b / 3 = 1/16 + 15/256 = 31/256. dcg (exponential

@@ -140,28 +140,40 @@ ALWAYS_INLINE slot_graded *lookup_graded(truth_scratch *s, key_reading reading, 
 	}
 }
 
-/* Puts a row's truth in the table: each key with its grade (0 for a NULL grade). */
+/* Puts one truth key in the table with its grade (0 for a NULL grade). */
+ALWAYS_INLINE void put_graded(truth_scratch *s, key_reading reading, const graded_truth *truth, idx_t i,
+                              const duckdb_string_t *text, uint64_t key) {
+	slot_graded *e = lookup_graded(s, reading, text, key);
+	e->stamp = s->stamp;
+	e->hash = key;
+	e->text = text;
+	e->consumed = 0;
+	e->grade = is_valid(truth->grade_valid, i) ? truth->grades[i] : 0.0;
+}
+
+/* Puts a row's truth in the table: each key with its grade. One loop per form of the keys, so
+ * that no test of the form is left in the loop (map keys are unique). */
 static void insert_graded(truth_scratch *s, key_reading reading, const graded_truth *truth, duckdb_list_entry t) {
-	for (idx_t i = t.offset; i < t.offset + t.length; i++) { /* map keys are unique */
-		uint64_t key;
-		const duckdb_string_t *text = truth->keys ? &truth->keys[i] : NULL;
-		if (truth->integer_keys) {
-			/* rec holds integers; an unsigned id never equals a negative key */
-			if (reading == KEYS_AS_UNSIGNED && truth->integer_keys[i] < 0) {
-				continue;
+	idx_t end = t.offset + t.length;
+	if (truth->integer_keys) {
+		/* rec holds integers; an unsigned id never equals a negative key */
+		int unsigned_ids = reading == KEYS_AS_UNSIGNED;
+		for (idx_t i = t.offset; i < end; i++) {
+			if (!(unsigned_ids && truth->integer_keys[i] < 0)) {
+				put_graded(s, KEYS_AS_SIGNED, truth, i, NULL, (uint64_t)truth->integer_keys[i]);
 			}
-			key = (uint64_t)truth->integer_keys[i];
-		} else if (reading == KEYS_AS_TEXT) {
-			key = hash_string(text, HASH_FOR_HIGH_BITS);
-		} else if (!key_integer(text, reading, &key)) {
-			continue;
 		}
-		slot_graded *e = lookup_graded(s, reading, text, key);
-		e->stamp = s->stamp;
-		e->hash = key;
-		e->text = text;
-		e->consumed = 0;
-		e->grade = is_valid(truth->grade_valid, i) ? truth->grades[i] : 0.0;
+	} else if (reading == KEYS_AS_TEXT) {
+		for (idx_t i = t.offset; i < end; i++) {
+			put_graded(s, KEYS_AS_TEXT, truth, i, &truth->keys[i], hash_string(&truth->keys[i], HASH_FOR_HIGH_BITS));
+		}
+	} else {
+		for (idx_t i = t.offset; i < end; i++) {
+			uint64_t key;
+			if (key_integer(&truth->keys[i], reading, &key)) {
+				put_graded(s, reading, truth, i, NULL, key);
+			}
+		}
 	}
 }
 
@@ -348,12 +360,44 @@ static int64_t positive_grades(const graded_truth *truth, duckdb_list_entry t, d
 	return 0;
 }
 
+/* Up to this many ideal grades (k = 10 or 100, the usual cut-offs) a row's grades are put in
+ * their place in the ideal list as they are read, the smallest dropped when it is full: no copy,
+ * no sort of the grades that do not make it. A longer ideal list sorts all positive grades. */
+#define INSERTED_IDEAL 128
+
+/* positive_grades for a row whose ideal list holds at most `cap` (<= INSERTED_IDEAL) grades:
+ * counts the positive grades in `*n` and keeps the `cap` largest in `ideal`, largest first,
+ * `*kept` of them (min(cap, n)). Returns the first bad grade's index as positive_grades does. */
+static int64_t largest_grades(const graded_truth *truth, duckdb_list_entry t, idx_t cap, double *ideal, idx_t *n,
+                              idx_t *kept) {
+	idx_t size = 0;
+	for (idx_t i = t.offset; i < t.offset + t.length; i++) {
+		double g = truth->grades[i];
+		if (!is_valid(truth->grade_valid, i) || !isfinite(g) || g < 0) {
+			return (int64_t)(i - t.offset + 1);
+		}
+		if (g > 0) {
+			(*n)++;
+			if (size == cap && (cap == 0 || g <= ideal[cap - 1])) {
+				continue; /* not among the cap largest so far */
+			}
+			idx_t j = size < cap ? size++ : cap - 1;
+			for (; j > 0 && ideal[j - 1] < g; j--) {
+				ideal[j] = ideal[j - 1];
+			}
+			ideal[j] = g;
+		}
+	}
+	*kept = size;
+	return 0;
+}
+
 /* A row's hits in its top K (truth in the table): their ranks and grades; returns their count. */
-static idx_t take_hits(truth_scratch *s, const graded_chunk *c, duckdb_list_entry r, idx_t top, int64_t *pos,
-                       double *grades) {
+ALWAYS_INLINE idx_t take_hits_as(truth_scratch *s, key_reading reading, id_kind kind, const graded_chunk *c,
+                                 duckdb_list_entry r, idx_t top, int64_t *pos, double *grades) {
 	idx_t hits = 0;
 	for (idx_t i = r.offset; i < r.offset + top; i++) {
-		double g = take_grade(s, c->reading, c->kind, c->rec_data, c->rec_item_valid, i);
+		double g = take_grade(s, reading, kind, c->rec_data, c->rec_item_valid, i);
 		if (g > 0) {
 			pos[hits] = (int64_t)(i - r.offset + 1);
 			grades[hits] = g;
@@ -361,6 +405,19 @@ static idx_t take_hits(truth_scratch *s, const graded_chunk *c, duckdb_list_entr
 		}
 	}
 	return hits;
+}
+
+/* take_hits_as with the common id kinds as constants, so that no test of the kind is left in the
+ * loop (as match.c's match_row does). */
+static idx_t take_hits(truth_scratch *s, const graded_chunk *c, duckdb_list_entry r, idx_t top, int64_t *pos,
+                       double *grades) {
+	if (c->kind == K_I64 && c->reading == KEYS_AS_SIGNED) {
+		return take_hits_as(s, KEYS_AS_SIGNED, K_I64, c, r, top, pos, grades);
+	}
+	if (c->kind == K_STRING) {
+		return take_hits_as(s, KEYS_AS_TEXT, K_STRING, c, r, top, pos, grades);
+	}
+	return take_hits_as(s, c->reading, c->kind, c, r, top, pos, grades);
 }
 
 /* duckrank_graded: what the graded metrics' formulas read, over the hits only (zero grades add
@@ -428,8 +485,18 @@ static void graded_rows(duckdb_function_info info, duckdb_data_chunk input, duck
 		tops[row] = (int64_t)top;
 		/* The grades: the first bad one (NULL, NaN, infinite, negative) makes the row an error
 		 * in the macros, which name its item; nothing else of the row is needed then. */
-		idx_t n = 0;
-		bads[row] = positive_grades(&truth, t, positive, &n);
+		idx_t n = 0, cut = 0;
+		idx_t cap = (uint64_t)in.cutoffs[row] < t.length ? (idx_t)in.cutoffs[row] : t.length;
+		if (cap <= INSERTED_IDEAL) {
+			bads[row] = largest_grades(&truth, t, cap, ideal + ideals, &n, &cut);
+		} else {
+			bads[row] = positive_grades(&truth, t, positive, &n);
+			if (bads[row] == 0) {
+				sort_largest_first(positive, n);
+				cut = cap < n ? cap : n;
+				memcpy(ideal + ideals, positive, cut * sizeof(double));
+			}
+		}
 		if (bads[row] > 0) {
 			continue;
 		}
@@ -437,9 +504,6 @@ static void graded_rows(duckdb_function_info info, duckdb_data_chunk input, duck
 		if (n == 0) {
 			continue; /* every metric is NULL: no relevant item */
 		}
-		sort_largest_first(positive, n);
-		idx_t cut = (uint64_t)in.cutoffs[row] < n ? (idx_t)in.cutoffs[row] : n;
-		memcpy(ideal + ideals, positive, cut * sizeof(double));
 		ideal_entries[row].length = cut;
 		ideals += cut;
 		if (top == 0) {
