@@ -527,8 +527,9 @@ def _add_evaluate(commands: Any) -> None:
     evaluate.add_argument("--per-user", "--per-query", action="store_true",
                           help="one row per query (user) instead of means")
     evaluate.add_argument("--convention", choices=tuple(CONVENTIONS), default="duckrank",
-                          help="whose conventions: duckrank's own, or trec_eval's (P divides by "
-                          "k, linear gain, undefined values score 0; docs/trec_eval.md)")
+                          help="whose conventions: duckrank's own, trec_eval 10.0's (P divides "
+                          "by k, linear gain, undefined values score 0; docs/trec_eval.md), "
+                          "pytrec_eval's (trec_eval 9.0.8) or ir_measures'")
     _input_options(evaluate)
     _side_options(evaluate)
     _output_options(evaluate, (*FORMATS, LONG))

@@ -531,7 +531,7 @@ def test_trec_eval_convention_against_pytrec_eval(tmp_path) -> None:
     per_query = pytrec_eval.RelevanceEvaluator(
         qrels, {"P.10", "map", "ndcg", "ndcg_cut.3", "recip_rank"}).evaluate(scores)
     result = duckrank.evaluate(run, judged, ["precision@10", "map", "ndcg", "ndcg@3", "mrr"],
-                               convention="trec_eval")
+                               convention="pytrec_eval")
     assert result["scored"][0] == 3
     for theirs, ours in names.items():
         expected = sum(row[theirs] for row in per_query.values()) / 3
@@ -540,6 +540,18 @@ def test_trec_eval_convention_against_pytrec_eval(tmp_path) -> None:
     own = duckrank.evaluate(run, judged, ["map"])
     assert own["map"][0] == pytest.approx((per_query["q1"]["map"] + per_query["q3"]["map"]) / 2,
                                           abs=1e-12)
+
+
+def test_trec_eval_10_compares_scores_as_doubles() -> None:
+    """trec_eval 10.0 ranks by the score read as a double, 9.0.8 (pytrec-eval-terrier) as a C
+    float. By hand: a (grade 1) scores 1.0 and b (unjudged) 1.0 - 1e-10, equal as floats, where
+    ties go by docid descending (b, then a: reciprocal rank 1/2) and apart as doubles (a first:
+    1)."""
+    run = pd.DataFrame({"query": ["q1", "q1"], "item": ["a", "b"], "score": [1.0, 1.0 - 1e-10]})
+    judged = pd.DataFrame({"query": ["q1"], "item": ["a"], "grade": [1]})
+    ten = duckrank.evaluate(run, judged, ["mrr"], convention="trec_eval")
+    nine = duckrank.evaluate(run, judged, ["mrr"], convention="pytrec_eval")
+    assert (ten["mrr"][0], nine["mrr"][0]) == (1.0, 0.5)
 
 
 def test_unknown_convention_is_an_error() -> None:

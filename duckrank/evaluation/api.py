@@ -407,11 +407,14 @@ def evaluate(
     ``ndcg(relevance=binary)@10`` or ``ndcg(min_grade=2)@10`` ask for the binary reading. Binary
     metrics get the items with grade > 0 (or >= ``min_grade``).
 
-    ``convention="trec_eval"`` reads what the metrics leave open as trec_eval does
+    ``convention="trec_eval"`` reads what the metrics leave open as trec_eval 10.0 does
     (``CONVENTIONS``; docs/trec_eval.md): precision divides by k, ndcg gains are the grades, a
     judged query whose value is undefined (no relevant item) scores 0 and counts in the mean,
-    scores tie when equal as single-precision floats, relevant means grade >= 1, and ndcg
-    without a cut-off ranks every relevant item in its ideal list.
+    relevant means grade >= 1, ndcg without a cut-off ranks every relevant item in its ideal
+    list, and interpolated precision rounds its recall cut-off. ``convention="pytrec_eval"`` is
+    trec_eval 9.0.8's reading as pytrec-eval-terrier runs it (and ir_measures through it): the
+    same, but scores tie when equal as single-precision floats and the recall cut-off is
+    truncated.
 
     Beyond-accuracy requests (``catalog_coverage@10``, ``arp@10``, ``rbo(p=0.8)@10``,
     ``ips_recall@10``, ...; docs/beyond-accuracy.md) come after the accuracy columns, named as

@@ -112,8 +112,19 @@ class Convention:
 
 CONVENTIONS = {
     "duckrank": Convention("duckrank", {}),
+    # NIST's trec_eval 10.0 (what `duckrank trec_eval` prints by default): scores compared as
+    # doubles, interpolated precision's recall cut-off rounded.
     "trec_eval": Convention(
         "trec_eval",
+        {"precision_at": {"denominator": "k"}, "ndcg": {"gain": "linear"},
+         "dcg": {"gain": "linear"}, "iprec_at_recall": {"rounding": "nearest"},
+         "eleven_point_ap": {"rounding": "nearest"}},
+        undefined_as_zero=True, relevant="g >= 1", full_ideal=("ndcg",), score_unranked=False,
+    ),
+    # trec_eval 9.0.8's code, as pytrec-eval-terrier runs it (`duckrank trec_eval --compat
+    # 9.0.8`): scores compared as C floats, the recall cut-off truncated after adding 0.9.
+    "pytrec_eval": Convention(
+        "pytrec_eval",
         {"precision_at": {"denominator": "k"}, "ndcg": {"gain": "linear"},
          "dcg": {"gain": "linear"}},
         undefined_as_zero=True, float_scores=True, relevant="g >= 1", full_ideal=("ndcg",),
