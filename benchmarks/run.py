@@ -25,7 +25,9 @@ Extras: ranx and pytrec-eval-terrier (100,000 users, where installed), to_ordere
 and 10,000,000 users straight from Parquet, and that of ``duckrank evaluate`` on long-format
 Parquet at 1,000,000 and 10,000,000 users (benchmarks/bench_long_memory.py). The sections of
 ``OWN_SCRIPTS`` (edrc, the statistical tests, comparison reports, ``duckrank trec_eval``, the
-beyond-accuracy metrics, the protocol, the models, Spark, long tables, the tie order) run their own
+beyond-accuracy metrics, the protocol, the models, Spark, long tables, the tie order, start-up,
+trec_eval's C binary, ir_measures' families, classification, inference, the HTML report, fusion,
+off-policy estimators) run their own
 ``benchmarks/bench_<section>.py`` in a fresh process, each against the peers it names.
 
 Every row prints as it finishes; ``--json`` keeps them all. The machine is shared: compare the
@@ -308,6 +310,20 @@ OWN_SCRIPTS = {
                     "macros before them", []),
     "tie_order": ("evaluate on 40,000 users x 100 BIGINT ids: ties by the id's text vs by its "
                   "value, native top-K, SQL top-K and whole list", []),
+    # The eighth session's families, each against the peer a user would otherwise pick.
+    "startup": ("import, connect, --help, --version, evaluate and trec_eval on the sample, "
+                "against `import duckdb`", []),
+    "trec_eval_c": ("duckrank trec_eval -m all_trec against NIST's trec_eval 10.0 binary", []),
+    "ir_measures": ("ir_measures' names, ndeval's and cwl_eval's families against ir_measures, "
+                    "pyndeval and cwl-eval", []),
+    "classification": ("AUC, classification and pointwise metrics against RecTools and "
+                       "scikit-learn", []),
+    "inference": ("Tukey's HSD and ANOVA over 10 systems x 100,000 queries against ranx and "
+                  "statsmodels", []),
+    "report": ("compare with its HTML page against compare alone, 5 systems x 100,000 queries",
+               []),
+    "fusion": ("rank fusion and its grid optimiser against ranx 0.3.21", []),
+    "off_policy": ("10,000,000 logged rounds against obp's estimate_policy_values", []),
 }
 SECTIONS = (
     "main", "peers", "ordered_list", "streaming", "long_memory", *OWN_SCRIPTS
