@@ -272,12 +272,19 @@ def _progress(con: duckdb.DuckDBPyConnection, args: argparse.Namespace) -> Any:
     return watch(con, f"duckrank {args.command}", quiet=quiet)
 
 
+def _first_baseline(args: argparse.Namespace) -> str | None:
+    """The system drawn first and differences are taken against: the first --baseline."""
+    return args.baseline[0] if args.baseline else None
+
+
 def _options(args: argparse.Namespace) -> Any:
     """compare's and report's ``Options``, checked before anything is read."""
     from duckrank.reports.compare import Options
 
+    baselines = args.baseline or []
     options = Options(
-        baseline=args.baseline, test=args.test, alpha=args.alpha,
+        baseline=tuple(baselines) if len(baselines) > 1 else _first_baseline(args),
+        test=args.test, alpha=args.alpha,
         correction=None if args.correction == "none" else args.correction, level=args.level,
         trials=args.trials, seed=args.seed,
     )
@@ -290,7 +297,7 @@ def _compare(args: argparse.Namespace) -> None:
 
     options = _options(args)
     if args.format == LONG:  # the per-query values only: no tests, no intervals
-        values = _scored(args, lambda con, inputs: per_query(con, inputs, args.baseline))
+        values = _scored(args, lambda con, inputs: per_query(con, inputs, _first_baseline(args)))
         write_result(values.column_names, zip(*(c.to_pylist() for c in values.columns),
                                                strict=True), "csv", sys.stdout)
         return
@@ -318,8 +325,8 @@ def _plot(args: argparse.Namespace) -> None:
             raise
         raise ValueError(str(error).removeprefix("plot: ")) from None  # says what to install
     # The values only: no tests, no intervals.
-    values = _scored(args, lambda con, inputs: per_query(con, inputs, args.baseline))
-    draw(values, args.output, args.kind, args.plot_metric, args.baseline,
+    values = _scored(args, lambda con, inputs: per_query(con, inputs, _first_baseline(args)))
+    draw(values, args.output, args.kind, args.plot_metric, _first_baseline(args),
          spelling=COMMAND_LINE)
     sys.stderr.write(f"duckrank plot: wrote {args.output}\n")
 
@@ -555,8 +562,9 @@ def _comparison_inputs(parser: argparse.ArgumentParser) -> None:
                         "file with a system column and --by")
     parser.add_argument("qrels", metavar="QRELS", help="the judgments file")
     _metric_option(parser)
-    parser.add_argument("--baseline", default=None, metavar="NAME",
-                        help="compare every other system with this one (default: every pair)")
+    parser.add_argument("--baseline", action="append", default=None, metavar="NAME",
+                        help="compare every other system with this one (default: every pair); "
+                        "repeat it for several baselines (the plots draw against the first)")
     parser.add_argument("--by", default=None, metavar="COLUMN",
                         help="the systems are the values of this column of one RUN file")
     _input_options(parser)

@@ -89,8 +89,10 @@ def ranking_depth(report: Report) -> int:
 
 
 def reference(report: Report) -> str:
-    """The system the differences are taken against: the baseline, else the first system."""
-    return report.options.baseline if report.options.baseline is not None else report.systems[0]
+    """The system the differences are taken against: the (first) baseline, else the first
+    system."""
+    baselines = report.options.baselines
+    return baselines[0] if baselines else report.systems[0]
 
 
 def html_report(report: Report, rankings: Rankings | None = None, *, title: str | None = None,
@@ -198,7 +200,7 @@ def _curves(report: Report, table_data: Any) -> str:
                 "cut-offs (for example -m ndcg@1 -m ndcg@5 -m ndcg@10).</p>")
     charts = []
     for family in families:
-        data = plots.plot_data(table_data, "curves", family, report.options.baseline)
+        data = plots.plot_data(table_data, "curves", family, reference(report))
         series = {name: (s.x.tolist(), s.y.tolist()) for name, s in data.series.items()}
         label = f"mean {reader_label(family)}@k"
         charts.append(f"<h3>{escape(reader_label(family))}</h3>"

@@ -94,3 +94,19 @@ def test_several_baselines(con) -> None:
                                rtol=1e-9)
     with pytest.raises(ValueError, match="compare: baseline=.*several different names"):
         duckrank.compare(runs, qrels, ["mrr"], baseline=["one", "one"], connection=con)
+
+
+def test_several_baselines_read_in_the_legend_and_plot_against_the_first(tmp_path) -> None:
+    """With baseline=('a', 'b') the legend names both (not a Python tuple) and the difference
+    plot and HTML page are drawn against the first baseline."""
+    rng = np.random.default_rng(3)
+    run = pd.DataFrame([(s, q, i, float(rng.random())) for s in "abc" for q in range(12)
+                        for i in range(6)], columns=["system", "query", "item", "score"])
+    qrels = pd.DataFrame([(q, i, 1) for q in range(12) for i in (0, 3)],
+                         columns=["query", "item", "grade"])
+    report = duckrank.compare(run, qrels, ["mrr"], by="system", baseline=["a", "b"], trials=200)
+    assert "against each of the baselines a, b" in str(report)
+    assert "('a', 'b')" not in str(report)
+    pytest.importorskip("matplotlib")
+    drawn = report.plot(tmp_path / "d.png", kind="difference")
+    assert (tmp_path / "d.png").exists() and drawn is not None

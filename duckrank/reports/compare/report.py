@@ -157,8 +157,10 @@ class Report:
         best means say so."""
         o = self.options
         test_name = o.in_report.title
-        against = (f"against the baseline {o.baseline}" if o.baseline is not None
-                   else "pairwise")
+        baselines = o.baselines
+        against = ("pairwise" if not baselines
+                   else f"against the baseline {baselines[0]}" if len(baselines) == 1
+                   else f"against each of the baselines {', '.join(baselines)}")
         family = self.comparisons.num_rows // len(self.metrics)
         corrected = (f"{CORRECTION_NAMES[o.correction]}-corrected over "
                      f"{_plural(family, 'comparison')} per metric" if o.correction
@@ -336,10 +338,12 @@ class Report:
         """Draw the per-query values with ``duckrank.reports.plots.plot`` (needs matplotlib:
         ``pip install 'duckrank[plots]'``): ``'curves'`` (the mean of a metric family against
         k, per system), ``'distribution'`` (one metric's per-query values per system) or
-        ``'difference'`` (per query, against the baseline). With ``path`` (.png, .svg or .pdf)
-        the picture is written and the numbers drawn returned (its ``PlotData``); without, the
-        matplotlib ``Figure`` is returned (a notebook shows it inline)."""
+        ``'difference'`` (per query, against the baseline: the first, when the report has
+        several). With ``path`` (.png, .svg or .pdf) the picture is written and the numbers
+        drawn returned (its ``PlotData``); without, the matplotlib ``Figure`` is returned (a
+        notebook shows it inline)."""
         from duckrank.reports.plots import plot
 
+        baselines = self.options.baselines
         return plot(self.per_query_values, path, kind, metric=metric,
-                    baseline=self.options.baseline, title=title)
+                    baseline=baselines[0] if baselines else None, title=title)
