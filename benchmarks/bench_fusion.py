@@ -17,6 +17,7 @@ printed (the same work, or the timing means nothing).
 
     .venv/bin/python -m benchmarks.bench_fusion            # 5 runs x 100,000 queries x 100 items
     .venv/bin/python -m benchmarks.bench_fusion --quick    # 5 runs x 5,000 queries x 100 items
+    .venv/bin/python -m benchmarks.bench_fusion --queries 20000 --optimise-queries 1000
 """
 
 from __future__ import annotations
@@ -113,6 +114,10 @@ def main() -> None:
                         "vectors whose float sum is 1)")
     parser.add_argument("--quick", action="store_true", help="5,000 queries: a smoke run")
     parser.add_argument("--skip-optimise", action="store_true")
+    parser.add_argument("--skip-fuse", action="store_true")
+    parser.add_argument("--optimise-queries", type=int, default=None,
+                        help="the optimiser's queries (default: --queries; ranx's grid search "
+                        "takes about 80 s of CPU per 1,000 queries on this machine)")
     args = parser.parse_args()
     queries = 5_000 if args.quick else args.queries
     os.environ.pop("NUMBA_DISABLE_JIT", None)
@@ -126,7 +131,7 @@ def main() -> None:
         ranx_fuse(small, method, params)  # numba compiles here, untimed
     print(f"{args.systems} runs x {queries:,} queries x {args.depth} items (Parquet), "
           "min-max normalisation, load included")
-    for method, params in cases.items():
+    for method, params in ({} if args.skip_fuse else cases).items():
         fused: dict[str, object] = {}
         ranx = timed(lambda m=method, p=params, f=fused: f.__setitem__(
             "ranx", ranx_fuse(paths, m, p)), 1, warm_up=False)
@@ -136,6 +141,10 @@ def main() -> None:
         line(f"ranx fuse, {method}", ranx)
         line(f"duckrank fuse, {method}", mine, ranx, "ranx's")
     if not args.skip_optimise:
+        if args.optimise_queries not in (None, queries):
+            paths, qrels = write_runs(args.optimise_queries, args.systems, args.depth)
+            print(f"optimising: {args.systems} runs x {args.optimise_queries:,} queries x "
+                  f"{args.depth} items")
         optimise(paths, qrels, small, small_qrels, args.step)
 
 

@@ -243,10 +243,15 @@ def _needs_candidates(method: FusionMethod) -> bool:
 def ordered_sums(combine: str) -> str:
     """``combine`` with each ``sum(x)`` adding its terms in the order of the systems' names. A
     parallel hash aggregate adds them in the order its threads meet them, so two runs could round
-    a sum differently and order two equal fused scores differently; the ordered sum costs about
-    0.25 s of CPU per million rows (benchmarks/bench_fusion.py's sizes), and makes the output
-    the same on every run and thread count."""
-    return re.sub(r"\bsum\(([^()]*)\)", r"sum(\1 ORDER BY system_number)", combine)
+    a sum differently and order two equal fused scores differently. ``min_by(x, system_number,
+    MAX_SYSTEMS)`` gathers a group's terms in the order of the systems (one per system: a system
+    listing an item twice is refused, and more than ``MAX_SYSTEMS`` systems too; NULLs left
+    out, as ``sum`` leaves them) and ``list_sum`` adds them left to right: the same number as
+    ``sum(x ORDER BY system_number)`` (the same aggregate, the same order), the same on every
+    run and thread count, for about 40% of its CPU (benchmarks/bench_fusion.py's sizes: its
+    sort per group is the cost; ``list`` then ``list_grade_up`` costs 60%)."""
+    return re.sub(r"\bsum\(([^()]*)\)",
+                  rf"list_sum(min_by(\1, system_number, {MAX_SYSTEMS}))", combine)
 
 
 def _reads_the_list(sql: str) -> bool:

@@ -20,10 +20,11 @@ import math
 
 import numpy as np
 import pytest
-from conftest import list_order, random_runs, ranx_runs
 
 from duckrank.fusion import METHODS, NORMALISATIONS
 from duckrank.reports.fusion.inputs import sql_value
+
+from .conftest import list_order, random_runs, ranx_runs
 
 ranx = pytest.importorskip("ranx")
 

@@ -14,10 +14,11 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import ranx_runs
 
 from duckrank.reports.fusion import fuse
 from duckrank.reports.fusion.optimise import optimize_fusion, weight_grid
+
+from .conftest import ranx_runs
 
 ranx = pytest.importorskip("ranx")
 

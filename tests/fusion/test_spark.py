@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import random_runs
+
+from .conftest import random_runs
 
 pytest.importorskip("pyspark")
 

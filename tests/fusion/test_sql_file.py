@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pyarrow.csv as pa_csv
 import pytest
-from conftest import random_runs
 
 from duckrank.render.macros import SQL_FILE
+
+from .conftest import random_runs
 
 CALLS = [
     "fuse_sum('runs')",

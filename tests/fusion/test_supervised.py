@@ -11,10 +11,11 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import random_runs, ranx_runs
 
 from duckrank.reports.fusion import fuse
 from duckrank.reports.fusion.training import train_fusion
+
+from .conftest import random_runs, ranx_runs
 
 ranx = pytest.importorskip("ranx")
 from ranx import fusion as ranx_fusion  # noqa: E402

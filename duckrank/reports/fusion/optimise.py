@@ -189,21 +189,17 @@ def _grid(con: duckdb.DuckDBPyConnection, long: Any, fusion: FusionMethod,
 def _linear_grid(con: duckdb.DuckDBPyConnection, long: Any, points: list[dict[str, Any]],
                  norm_name: str) -> duckdb.DuckDBPyRelation:
     """The weighted sum's grid without fusing once per point: its score is linear in the
-    weights, so each system's normalised scores are computed once (``fuse_wsum`` with that
-    system's weight 1 and the others 0: every candidate, 0 where the system did not return it)
-    and each point's score is the sum of weight x score over the systems in their names' order,
+    weights, so each system's normalised scores are computed once (``_pivot``: every candidate,
+    0 where the system did not return it; one fuse for all systems, where the five fuses of
+    ``_one_hot_pivot`` cost about twice the CPU of the whole grid search at 1,000 queries) and
+    each point's score is the sum of weight x score over the systems in their names' order,
     the order (and so the rounding) of the macro's ordered sum. Ranked by score, equal scores by
     item text descending: the macro's rank."""
     systems = sorted(long.systems)
-    parts = []
-    for index, system in enumerate(systems):
-        one_hot = {s: (1 if s == system else 0) for s in systems}
-        parts.append(
-            f"(SELECT query, item, score AS v{index} FROM fuse_wsum("
-            f"{quote_literal(long.view)}, {sql_value(one_hot)}, "
-            f"norm := {quote_literal(norm_name)}))")
-    pivot = parts[0] + " p0" + "".join(
-        f"\n  JOIN {part} p{i} USING (query, item)" for i, part in enumerate(parts[1:], 1))
+    if normalisation(norm_name).adds_candidates:
+        pivot = _one_hot_pivot(long, systems, norm_name)
+    else:
+        pivot = _pivot(con, long, systems, norm_name)
     weights = ", ".join(
         f"({i}, " + ", ".join(repr(float(p["weights"][s])) for s in systems) + ")"
         for i, p in enumerate(points))
@@ -213,8 +209,45 @@ def _linear_grid(con: duckdb.DuckDBPyConnection, long: Any, points: list[dict[st
         total = f"({total} + w{i} * v{i})"
     return con.sql(
         f"SELECT g.{GRID_COLUMN}, query, item, {total} AS score\n"
-        f"FROM (SELECT * FROM {pivot}) CROSS JOIN "
+        f"FROM ({pivot}) CROSS JOIN "
         f"(VALUES {weights}) g({GRID_COLUMN}, {columns})")
+
+
+def _pivot(con: duckdb.DuckDBPyConnection, long: Any, systems: list[str], norm_name: str
+           ) -> str:
+    """Every system's normalised score of every candidate (0 where it did not return it), one
+    column each, from one ``fuse_wsum`` call: each system's lists are made queries of their own
+    (the query is the pair (system, query)) and weighted 1, so each fused score is that system's
+    normalised score (0 + 1 x s, the number the one-hot weights give), then pivoted per (query,
+    item). Not for a normalisation that adds the query's candidates (Borda): it reads the other
+    systems' lists."""
+    split = f"{long.view}_split"
+    # A NULL query stays NULL, so that the macro refuses it as it refuses it in ``long.view``.
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {split} AS SELECT system, CASE WHEN query IS NOT "
+                f"NULL THEN {{'s': system, 'q': query}} END AS query, item, score "
+                f"FROM {long.view}")
+    long.views.insert(0, split)  # dropped with the others (before the view it reads)
+    ones = sql_value(dict.fromkeys(systems, 1))
+    columns = ", ".join(
+        f"coalesce(any_value(score) FILTER (WHERE query.s = {quote_literal(s)}), 0.0) AS v{i}"
+        for i, s in enumerate(systems))
+    return (f"SELECT query.q AS query, item, {columns}\n"
+            f"FROM fuse_wsum({quote_literal(split)}, {ones}, norm := {quote_literal(norm_name)})"
+            f"\nGROUP BY query.q, item")
+
+
+def _one_hot_pivot(long: Any, systems: list[str], norm_name: str) -> str:
+    """The pivot of ``_pivot`` by one ``fuse_wsum`` per system (its weight 1, the others' 0):
+    the Borda normalisation gives an item a system did not return a score of its own."""
+    parts = []
+    for index, system in enumerate(systems):
+        one_hot = {s: (1 if s == system else 0) for s in systems}
+        parts.append(
+            f"(SELECT query, item, score AS v{index} FROM fuse_wsum("
+            f"{quote_literal(long.view)}, {sql_value(one_hot)}, "
+            f"norm := {quote_literal(norm_name)}))")
+    return "SELECT * FROM " + parts[0] + " p0" + "".join(
+        f"\n  JOIN {part} p{i} USING (query, item)" for i, part in enumerate(parts[1:], 1))
 
 
 def _probfuse_probs(con: duckdb.DuckDBPyConnection, long: Any, qrels: Any, n_segments: int,
