@@ -249,7 +249,8 @@ def _warn_unranked(con: duckdb.DuckDBPyConnection, wide: str, index: str,
             f"system {systems[idx]!r}: {count} judged "
             f"{'query has' if count == 1 else 'queries have'} no list in the run: "
             f"{'it is' if count == 1 else 'each is'} scored as an empty list (0 where the metric "
-            "is defined) and counted in the means and the tests, as trec_eval -c counts it", UnrankedQueries, stacklevel=6)
+            "is defined) and counted in the means and the tests, as trec_eval -c counts it",
+            UnrankedQueries, stacklevel=6)
 
 
 def _long(con: duckdb.DuckDBPyConnection, scored: _Scored) -> pa.Table:
