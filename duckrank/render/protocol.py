@@ -430,17 +430,20 @@ SELECT user, item, true AS sampled FROM weighted
 
 def _sample() -> str:
     macro = "sample_candidates"
-    checks = _checked([*_ids_checks(macro), _duplicate(macro, f"{_PREVIOUS} > 1")])
-    # The parameters are checked on the test rows, which the result always reads: DuckDB drops
-    # the reading of `ratings` when a constant makes the pool empty (exclude_popular := NULL).
-    test_checks = _checked([
+    # The parameters are checked on the test rows, which the result always reads (DuckDB drops
+    # the reading of `ratings` when a constant makes the pool empty: exclude_popular := NULL),
+    # and first on the ratings too, so that a bad parameter is the error whichever table's
+    # rows DuckDB's threads check first.
+    parameters = [
         ("n IS NOT NULL AND NOT (n >= 0 AND n = floor(n))",
          _fail(macro, "'n must be NULL (every unrated item) or a whole number >= 0, got ' "
                       "|| CAST(n AS VARCHAR)")),
         ("weighting IS NULL OR weighting NOT IN ('uniform', 'popularity')",
          _fail(macro, "'weighting must be ''uniform'' or ''popularity'', got ' "
                       "|| coalesce(CAST(weighting AS VARCHAR), 'NULL')")),
-        _whole_number(macro, "exclude_popular", 0), _seed_check(macro), (
+        _whole_number(macro, "exclude_popular", 0), _seed_check(macro)]
+    checks = _checked([*parameters, *_ids_checks(macro), _duplicate(macro, f"{_PREVIOUS} > 1")])
+    test_checks = _checked([*parameters, (
         "user IS NULL OR item IS NULL",
         _fail(macro, "'test has a NULL user or item (user ' || coalesce(CAST(user AS VARCHAR), "
                      "'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')'")),
