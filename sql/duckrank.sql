@@ -159,6 +159,89 @@ WHERE CASE
   WHEN duckrank_rank > 1 AND duckrank_previous = item THEN error('ratio_split: ' || 'ratings holds user ' || CAST(user AS VARCHAR) || ' and item ' || CAST(item AS VARCHAR) || ' more than once')
   ELSE true END;
 
+CREATE OR REPLACE MACRO k_fold_split(ratings, folds := 5, seed := 0) AS TABLE
+SELECT * EXCLUDE (duckrank_rank, duckrank_previous),
+  count(*) OVER (PARTITION BY item) = count(*) OVER (PARTITION BY item, fold) AS cold_item,
+  count(*) OVER (PARTITION BY user) = count(*) OVER (PARTITION BY user, fold) AS cold_user
+FROM (SELECT *, (duckrank_rank - 1) % folds + 1 AS fold
+  FROM (SELECT *, row_number() OVER w AS duckrank_rank, lag(item) OVER w AS duckrank_previous
+    FROM query_table(ratings)
+    WINDOW w AS (PARTITION BY user ORDER BY list_transform([xor(list_reduce([CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((user) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((user) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((user) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((user) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((item)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((item) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((item) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((item)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((item) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((item) AS VARCHAR)), 1, 8) AS UBIGINT) END], lambda h, k: ((((((xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) << 13) | (xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) >> 19)) & 4294967295::UBIGINT)) * 5 + 3864292196::UBIGINT) & 4294967295::UBIGINT), 0::UBIGINT), 24::UBIGINT)], lambda h: CAST(xor(((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT), ((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT) >> 16) AS BIGINT))[1], item))
+  WHERE CASE
+  WHEN folds IS NULL OR NOT (folds >= 2 AND folds = floor(folds)) THEN error('k_fold_split: ' || 'folds must be a whole number >= 2, got ' || coalesce(CAST(folds AS VARCHAR), 'NULL'))
+  WHEN typeof(seed) NOT IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN error('k_fold_split: ' || 'seed must be an integer (at most 64 bits), got ' || coalesce(CAST(seed AS VARCHAR), 'NULL') || ' of type ' || typeof(seed))
+  WHEN user IS NULL OR item IS NULL THEN error('k_fold_split: ' || 'ratings has a NULL user or item (user ' || coalesce(CAST(user AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+  WHEN duckrank_rank > 1 AND duckrank_previous = item THEN error('k_fold_split: ' || 'ratings holds user ' || CAST(user AS VARCHAR) || ' and item ' || CAST(item AS VARCHAR) || ' more than once')
+  ELSE true END);
+
+CREATE OR REPLACE MACRO cold_user_split(ratings, ratio := 0.1, seed := 0) AS TABLE
+SELECT * EXCLUDE (duckrank_rank, duckrank_count),
+  CASE WHEN duckrank_rank <= round((1 - ratio) * duckrank_count) THEN 'train' ELSE 'test' END AS part
+FROM (SELECT r.*, u.duckrank_rank, u.duckrank_count FROM query_table(ratings) r JOIN (
+    SELECT user, row_number() OVER (ORDER BY list_transform([xor(list_reduce([CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((user) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((user) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((user) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((user) AS VARCHAR)), 1, 8) AS UBIGINT) END], lambda h, k: ((((((xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) << 13) | (xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) >> 19)) & 4294967295::UBIGINT)) * 5 + 3864292196::UBIGINT) & 4294967295::UBIGINT), 0::UBIGINT), 16::UBIGINT)], lambda h: CAST(xor(((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT), ((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT) >> 16) AS BIGINT))[1], user) AS duckrank_rank,
+      count(*) OVER () AS duckrank_count
+    FROM (SELECT DISTINCT user, seed FROM query_table(ratings))) u USING (user))
+WHERE CASE
+  WHEN ratio IS NULL OR NOT (ratio > 0 AND ratio < 1) THEN error('cold_user_split: ' || 'ratio must be between 0 and 1 (exclusive), got ' || coalesce(CAST(ratio AS VARCHAR), 'NULL'))
+  WHEN typeof(seed) NOT IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN error('cold_user_split: ' || 'seed must be an integer (at most 64 bits), got ' || coalesce(CAST(seed AS VARCHAR), 'NULL') || ' of type ' || typeof(seed))
+  WHEN user IS NULL OR item IS NULL THEN error('cold_user_split: ' || 'ratings has a NULL user or item (user ' || coalesce(CAST(user AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+  ELSE true END;
+
+CREATE OR REPLACE MACRO new_users_split(ratings, ratio := 0.1) AS TABLE
+WITH checked AS (SELECT * FROM query_table(ratings)
+WHERE CASE
+  WHEN ratio IS NULL OR NOT (ratio > 0 AND ratio < 1) THEN error('new_users_split: ' || 'ratio must be between 0 and 1 (exclusive), got ' || coalesce(CAST(ratio AS VARCHAR), 'NULL'))
+  WHEN user IS NULL OR item IS NULL THEN error('new_users_split: ' || 'ratings has a NULL user or item (user ' || coalesce(CAST(user AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+  WHEN "timestamp" IS NULL THEN error('new_users_split: ' || 'ratings has a NULL timestamp (user ' || CAST(user AS VARCHAR) || ')')
+  ELSE true END
+), firsts AS (
+  SELECT user, min("timestamp") AS duckrank_first FROM checked GROUP BY user
+), by_time AS (
+  SELECT duckrank_first, sum(count(*)) OVER (ORDER BY duckrank_first DESC) AS running,
+    sum(count(*)) OVER () AS total
+  FROM firsts GROUP BY duckrank_first
+), start AS (
+  SELECT max(duckrank_first) AS test_start FROM by_time WHERE running >= ratio * total
+)
+SELECT c.*, CASE WHEN f.duckrank_first >= s.test_start THEN 'test'
+    WHEN c."timestamp" < s.test_start THEN 'train' ELSE 'unused' END AS part
+FROM checked c JOIN firsts f USING (user) CROSS JOIN start s;
+
+CREATE OR REPLACE MACRO time_range_folds(ratings, test_size, n_splits := 1,
+    filter_cold_users := true, filter_cold_items := true, filter_already_seen := true) AS TABLE
+WITH checked AS (SELECT * FROM query_table(ratings)
+WHERE CASE
+  WHEN test_size IS NULL OR NOT regexp_full_match(test_size, '[1-9][0-9]*[DH]') THEN error('time_range_folds: ' || 'test_size must be a number of days or hours such as ''7D'' or ''4H'' (RecTools'' format), got ' || coalesce(test_size, 'NULL'))
+  WHEN n_splits IS NULL OR NOT (n_splits >= 1 AND n_splits = floor(n_splits)) THEN error('time_range_folds: ' || 'n_splits must be a whole number >= 1, got ' || coalesce(CAST(n_splits AS VARCHAR), 'NULL'))
+  WHEN filter_cold_users IS NULL OR filter_cold_items IS NULL OR filter_already_seen IS NULL THEN error('time_range_folds: ' || 'the filters must be true or false, not NULL')
+  WHEN user IS NULL OR item IS NULL THEN error('time_range_folds: ' || 'ratings has a NULL user or item (user ' || coalesce(CAST(user AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+  WHEN "timestamp" IS NULL THEN error('time_range_folds: ' || 'ratings has a NULL timestamp (user ' || CAST(user AS VARCHAR) || ')')
+  ELSE true END
+), windows AS (
+  SELECT fold, last_end - (n_splits - fold + 1) * size AS opens,
+    last_end - (n_splits - fold) * size AS closes
+  FROM (SELECT date_trunc(CASE WHEN right(test_size, 1) = 'D' THEN 'day' ELSE 'hour' END, max("timestamp")) + CASE WHEN right(test_size, 1) = 'D' THEN to_days(1) ELSE to_hours(1) END AS last_end,
+      CASE WHEN right(test_size, 1) = 'D' THEN to_days(CAST(test_size[:-2] AS INTEGER)) ELSE to_hours(CAST(test_size[:-2] AS INTEGER)) END AS size FROM checked),
+    range(1, n_splits + 1) AS f(fold)
+), folded AS (
+  SELECT c.*, w.fold,
+    CASE WHEN c."timestamp" < w.opens THEN 'train' ELSE 'test' END AS duckrank_part
+  FROM checked c JOIN windows w ON c."timestamp" < w.closes
+), marked AS (
+  SELECT *,
+    bool_or(duckrank_part = 'train') OVER (PARTITION BY fold, user) AS duckrank_user,
+    bool_or(duckrank_part = 'train') OVER (PARTITION BY fold, item) AS duckrank_item,
+    bool_or(duckrank_part = 'train') OVER (PARTITION BY fold, user, item) AS duckrank_seen
+  FROM folded
+)
+SELECT * EXCLUDE (duckrank_part, duckrank_user, duckrank_item, duckrank_seen),
+  CASE WHEN duckrank_part = 'train' THEN 'train'
+    WHEN filter_cold_users AND NOT duckrank_user THEN 'cold_user'
+    WHEN filter_cold_items AND NOT duckrank_item THEN 'cold_item'
+    WHEN filter_already_seen AND duckrank_seen THEN 'already_seen'
+    ELSE 'test' END AS part
+FROM marked;
+
 CREATE OR REPLACE MACRO duckrank_candidate_positions(positions, m, c, low_mask, high_mask,
     k1, k2, k3, k4, k5, k6, rated, n)
 AS list_slice(list_filter(list_transform(list_transform(list_transform(list_transform(list_transform(list_transform(range(CAST(positions AS BIGINT)),
@@ -171,10 +254,14 @@ AS list_slice(list_filter(list_transform(list_transform(list_transform(list_tran
   lambda x: x < m AND NOT list_contains(rated, x)), 1, coalesce(n, m));
 
 CREATE OR REPLACE MACRO sample_candidates(ratings, test, n := 1000, exclude_popular := 3,
-    seed := 0) AS TABLE
+    seed := 0, weighting := 'uniform') AS TABLE
 WITH checked AS (
   SELECT user, item FROM (SELECT user, item, count(*) OVER (PARTITION BY user, item) AS duckrank_previous FROM query_table(ratings))
   WHERE CASE
+  WHEN n IS NOT NULL AND NOT (n >= 0 AND n = floor(n)) THEN error('sample_candidates: ' || 'n must be NULL (every unrated item) or a whole number >= 0, got ' || CAST(n AS VARCHAR))
+  WHEN weighting IS NULL OR weighting NOT IN ('uniform', 'popularity') THEN error('sample_candidates: ' || 'weighting must be ''uniform'' or ''popularity'', got ' || coalesce(CAST(weighting AS VARCHAR), 'NULL'))
+  WHEN exclude_popular IS NULL OR NOT (exclude_popular >= 0 AND exclude_popular = floor(exclude_popular)) THEN error('sample_candidates: ' || 'exclude_popular must be a whole number >= 0, got ' || coalesce(CAST(exclude_popular AS VARCHAR), 'NULL'))
+  WHEN typeof(seed) NOT IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN error('sample_candidates: ' || 'seed must be an integer (at most 64 bits), got ' || coalesce(CAST(seed AS VARCHAR), 'NULL') || ' of type ' || typeof(seed))
   WHEN user IS NULL OR item IS NULL THEN error('sample_candidates: ' || 'ratings has a NULL user or item (user ' || coalesce(CAST(user AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
   WHEN duckrank_previous > 1 THEN error('sample_candidates: ' || 'ratings holds user ' || CAST(user AS VARCHAR) || ' and item ' || CAST(item AS VARCHAR) || ' more than once')
   ELSE true END
@@ -182,6 +269,7 @@ WITH checked AS (
   SELECT user, item FROM (SELECT user, item, count(*) OVER (PARTITION BY user, item) AS duckrank_previous FROM query_table(test))
   WHERE CASE
   WHEN n IS NOT NULL AND NOT (n >= 0 AND n = floor(n)) THEN error('sample_candidates: ' || 'n must be NULL (every unrated item) or a whole number >= 0, got ' || CAST(n AS VARCHAR))
+  WHEN weighting IS NULL OR weighting NOT IN ('uniform', 'popularity') THEN error('sample_candidates: ' || 'weighting must be ''uniform'' or ''popularity'', got ' || coalesce(CAST(weighting AS VARCHAR), 'NULL'))
   WHEN exclude_popular IS NULL OR NOT (exclude_popular >= 0 AND exclude_popular = floor(exclude_popular)) THEN error('sample_candidates: ' || 'exclude_popular must be a whole number >= 0, got ' || coalesce(CAST(exclude_popular AS VARCHAR), 'NULL'))
   WHEN typeof(seed) NOT IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN error('sample_candidates: ' || 'seed must be an integer (at most 64 bits), got ' || coalesce(CAST(seed AS VARCHAR), 'NULL') || ' of type ' || typeof(seed))
   WHEN user IS NULL OR item IS NULL THEN error('sample_candidates: ' || 'test has a NULL user or item (user ' || coalesce(CAST(user AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
@@ -213,6 +301,7 @@ WITH checked AS (
     (s.m - len(coalesce(r.rated, []))) / s.whole AS p,
     list_transform([xor(list_reduce([CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((u.user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((u.user) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((u.user) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((u.user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((u.user) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((u.user) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof(('feistel')) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST(('feistel') AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST(('feistel') AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof(('feistel')) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST(('feistel') AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST(('feistel') AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((1)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((1) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((1) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((1)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((1) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((1) AS VARCHAR)), 1, 8) AS UBIGINT) END], lambda h, k: ((((((xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) << 13) | (xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) >> 19)) & 4294967295::UBIGINT)) * 5 + 3864292196::UBIGINT) & 4294967295::UBIGINT), 0::UBIGINT), 32::UBIGINT)], lambda h: CAST(xor(((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT), ((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT) >> 16) AS BIGINT))[1] AS k1, list_transform([xor(list_reduce([CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((u.user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((u.user) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((u.user) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((u.user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((u.user) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((u.user) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof(('feistel')) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST(('feistel') AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST(('feistel') AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof(('feistel')) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST(('feistel') AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST(('feistel') AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((2)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((2) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((2) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((2)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((2) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((2) AS VARCHAR)), 1, 8) AS UBIGINT) END], lambda h, k: ((((((xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) << 13) | (xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) >> 19)) & 4294967295::UBIGINT)) * 5 + 3864292196::UBIGINT) & 4294967295::UBIGINT), 0::UBIGINT), 32::UBIGINT)], lambda h: CAST(xor(((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT), ((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT) >> 16) AS BIGINT))[1] AS k2, list_transform([xor(list_reduce([CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((u.user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((u.user) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((u.user) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((u.user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((u.user) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((u.user) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof(('feistel')) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST(('feistel') AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST(('feistel') AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof(('feistel')) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST(('feistel') AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST(('feistel') AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((3)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((3) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((3) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((3)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((3) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((3) AS VARCHAR)), 1, 8) AS UBIGINT) END], lambda h, k: ((((((xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) << 13) | (xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) >> 19)) & 4294967295::UBIGINT)) * 5 + 3864292196::UBIGINT) & 4294967295::UBIGINT), 0::UBIGINT), 32::UBIGINT)], lambda h: CAST(xor(((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT), ((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT) >> 16) AS BIGINT))[1] AS k3, list_transform([xor(list_reduce([CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((u.user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((u.user) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((u.user) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((u.user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((u.user) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((u.user) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof(('feistel')) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST(('feistel') AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST(('feistel') AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof(('feistel')) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST(('feistel') AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST(('feistel') AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((4)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((4) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((4) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((4)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((4) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((4) AS VARCHAR)), 1, 8) AS UBIGINT) END], lambda h, k: ((((((xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) << 13) | (xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) >> 19)) & 4294967295::UBIGINT)) * 5 + 3864292196::UBIGINT) & 4294967295::UBIGINT), 0::UBIGINT), 32::UBIGINT)], lambda h: CAST(xor(((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT), ((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT) >> 16) AS BIGINT))[1] AS k4, list_transform([xor(list_reduce([CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((u.user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((u.user) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((u.user) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((u.user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((u.user) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((u.user) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof(('feistel')) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST(('feistel') AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST(('feistel') AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof(('feistel')) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST(('feistel') AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST(('feistel') AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((5)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((5) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((5) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((5)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((5) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((5) AS VARCHAR)), 1, 8) AS UBIGINT) END], lambda h, k: ((((((xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) << 13) | (xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) >> 19)) & 4294967295::UBIGINT)) * 5 + 3864292196::UBIGINT) & 4294967295::UBIGINT), 0::UBIGINT), 32::UBIGINT)], lambda h: CAST(xor(((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT), ((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT) >> 16) AS BIGINT))[1] AS k5, list_transform([xor(list_reduce([CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((u.user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((u.user) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((u.user) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((u.user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((u.user) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((u.user) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof(('feistel')) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST(('feistel') AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST(('feistel') AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof(('feistel')) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST(('feistel') AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST(('feistel') AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((6)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((6) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((6) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((6)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((6) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((6) AS VARCHAR)), 1, 8) AS UBIGINT) END], lambda h, k: ((((((xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) << 13) | (xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) >> 19)) & 4294967295::UBIGINT)) * 5 + 3864292196::UBIGINT) & 4294967295::UBIGINT), 0::UBIGINT), 32::UBIGINT)], lambda h: CAST(xor(((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT), ((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT) >> 16) AS BIGINT))[1] AS k6
   FROM users u CROSS JOIN size s LEFT JOIN rated r ON u.user = r.user
+  WHERE weighting = 'uniform'
 ), prefix AS MATERIALIZED (
   SELECT *, duckrank_candidate_positions(
       CASE WHEN n IS NULL OR wanted < n THEN whole
@@ -225,11 +314,26 @@ WITH checked AS (
   SELECT user,
     duckrank_candidate_positions(whole, m, c, low_mask, high_mask, k1, k2, k3, k4, k5, k6, rated, n)
   FROM prefix WHERE len(chosen) < wanted
+), weighted AS (
+  -- weighting 'popularity': each user's unrated pool items, the n with the largest
+  -- Efraimidis-Spirakis key u^(1 / times_rated) (ln u / times_rated, u uniform from the seeded
+  -- hash): a sample without replacement in which each draw takes an item with probability
+  -- proportional to its times rated among those left
+  SELECT u.user, p.item
+  FROM users u CROSS JOIN pool p JOIN popularity USING (item)
+  WHERE weighting = 'popularity' AND NOT EXISTS (
+    SELECT 1 FROM checked c WHERE c.user = u.user AND c.item = p.item
+    UNION ALL SELECT 1 FROM test_rows t WHERE t.user = u.user AND t.item = p.item)
+  QUALIFY row_number() OVER (PARTITION BY u.user ORDER BY
+    ln((list_transform([xor(list_reduce([CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((seed)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((seed) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((seed) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((u.user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((u.user) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((u.user) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((u.user)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((u.user) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((u.user) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof((p.item)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((p.item) AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((p.item) AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof((p.item)) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST((p.item) AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST((p.item) AS VARCHAR)), 1, 8) AS UBIGINT) END, CASE WHEN typeof(('popularity')) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST(('popularity') AS BIGINT) >> 0) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST(('popularity') AS VARCHAR)), 9, 8) AS UBIGINT) END, CASE WHEN typeof(('popularity')) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER') THEN CAST((TRY_CAST(('popularity') AS BIGINT) >> 32) & 4294967295 AS UBIGINT) ELSE CAST('0x' || substr(md5(CAST(('popularity') AS VARCHAR)), 1, 8) AS UBIGINT) END], lambda h, k: ((((((xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) << 13) | (xor(h, (((((((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) << 15) | (((k * 3432918353::UBIGINT) & 4294967295::UBIGINT) >> 17)) & 4294967295::UBIGINT) * 461845907::UBIGINT) & 4294967295::UBIGINT)) >> 19)) & 4294967295::UBIGINT)) * 5 + 3864292196::UBIGINT) & 4294967295::UBIGINT), 0::UBIGINT), 32::UBIGINT)], lambda h: CAST(xor(((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT), ((xor(((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT), ((xor(h, h >> 16) * 2246822507::UBIGINT) & 4294967295::UBIGINT) >> 13) * 3266489909::UBIGINT) & 4294967295::UBIGINT) >> 16) AS BIGINT))[1] + 0.5) / 4294967296.0) / times_rated DESC, p.item)
+    <= coalesce(n, 9223372036854775807)
 )
 SELECT user, item, false AS sampled FROM test_rows
 UNION ALL
 SELECT picked.user, pool.item, true AS sampled
-FROM (SELECT user, unnest(chosen) AS idx FROM chosen) picked JOIN pool ON picked.idx = pool.idx;
+FROM (SELECT user, unnest(chosen) AS idx FROM chosen) picked JOIN pool ON picked.idx = pool.idx
+UNION ALL
+SELECT user, item, true AS sampled FROM weighted;
 
 CREATE OR REPLACE MACRO duckrank_top_items(fn, recs, k, user_col, rec_col) AS TABLE
 SELECT "user", unnest(CASE WHEN coalesce(len(top), 0) = 0 THEN [NULL] ELSE top END) AS item,
@@ -241,8 +345,11 @@ SELECT "user", truth, unnest(CASE WHEN coalesce(len(top), 0) = 0 THEN [NULL] ELS
   unnest(CASE WHEN coalesce(len(top), 0) = 0 THEN [NULL] ELSE range(1, len(top) + 1) END) AS pos
 FROM (SELECT "user", r[1:CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error(fn || ': k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END] AS top, truth FROM (SELECT COLUMNS(lambda c: c = user_col) AS "user", COLUMNS(lambda c: c = rec_col) AS r, COLUMNS(lambda c: c = truth_col) AS truth FROM query_table(recs)));
 
+CREATE OR REPLACE MACRO duckrank_recommended_items(fn, recs, k, rec_col) AS TABLE
+SELECT item FROM (SELECT unnest(r[1:CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error(fn || ': k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END]) AS item FROM (SELECT COLUMNS(lambda c: c = rec_col) AS r FROM query_table(recs))) WHERE item IS NOT NULL;
+
 CREATE OR REPLACE MACRO duckrank_exposure(fn, recs, k, user_col, rec_col) AS TABLE
-SELECT item, count(*)::DOUBLE AS n FROM duckrank_top_items(fn, recs, k, user_col, rec_col) WHERE item IS NOT NULL GROUP BY item;
+SELECT item, count(*)::DOUBLE AS n FROM duckrank_recommended_items(fn, recs, k, rec_col) GROUP BY item;
 
 CREATE OR REPLACE MACRO duckrank_catalog_size(fn, catalog, catalog_size, item_col) AS
 CASE WHEN catalog IS NULL AND catalog_size IS NULL THEN error(fn || ': give catalog (a table name) or catalog_size (a number of items)')
@@ -251,29 +358,41 @@ CASE WHEN catalog IS NULL AND catalog_size IS NULL THEN error(fn || ': give cata
   ELSE coalesce(catalog_size, (SELECT count(DISTINCT c) FROM query(CASE WHEN catalog IS NULL THEN 'SELECT NULL AS c LIMIT 0' ELSE 'SELECT ' || '"' || replace(item_col, '"', '""') || '"' || ' AS c FROM ' || 'query_table(''' || replace(catalog, '''', '''''') || ''')' END)))::DOUBLE END;
 
 CREATE OR REPLACE MACRO catalog_coverage(recs, k, catalog := NULL, catalog_size := NULL, user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
-SELECT count(*) / nullif(duckrank_catalog_size('catalog_coverage', catalog, catalog_size, item_col), 0) AS catalog_coverage FROM duckrank_exposure('catalog_coverage', recs, k, user_col, rec_col);
+SELECT count(DISTINCT item) / nullif(duckrank_catalog_size('catalog_coverage', catalog, catalog_size, item_col), 0) AS catalog_coverage FROM duckrank_recommended_items('catalog_coverage', recs, k, rec_col);
 
-CREATE OR REPLACE MACRO exposure_entropy(recs, k, user_col := 'user', rec_col := 'rec') AS TABLE
-SELECT sum(n * (log2(t) - log2(n))) / any_value(t) AS exposure_entropy FROM (SELECT n, sum(n) OVER () AS t FROM duckrank_exposure('exposure_entropy', recs, k, user_col, rec_col));
+CREATE OR REPLACE MACRO exposure_entropy(recs, k, discount := 'none', persistence := 0.85, user_col := 'user', rec_col := 'rec') AS TABLE
+SELECT sum(n * (log2(t) - log2(n))) / any_value(t) AS exposure_entropy FROM (SELECT n, sum(n) OVER () AS t FROM (FROM duckrank_exposure('exposure_entropy', recs, k, user_col, rec_col) WHERE discount = 'none' UNION ALL SELECT item, sum(w) AS n FROM (SELECT *, CASE WHEN item IS NOT NULL THEN CASE WHEN discount = 'none' THEN 1.0 WHEN discount = 'log' THEN 1.0 / log2(pos + 1) WHEN discount = 'rbp' AND persistence > 0 AND persistence < 1 THEN pow(persistence, pos - 1) WHEN discount = 'rbp' THEN error('exposure_entropy: persistence must be a number in (0, 1), got ' || coalesce(persistence::VARCHAR, 'NULL')) ELSE error('exposure_entropy: discount must be ''none'', ''log'' or ''rbp'', got ' || coalesce(discount::VARCHAR, 'NULL')) END END AS w FROM duckrank_top_items('exposure_entropy', recs, k, user_col, rec_col)) WHERE item IS NOT NULL AND discount IS DISTINCT FROM 'none' GROUP BY item));
 
-CREATE OR REPLACE MACRO exposure_gini(recs, k, catalog := NULL, catalog_size := NULL, user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
-WITH x AS (FROM duckrank_exposure('exposure_gini', recs, k, user_col, rec_col)),
+CREATE OR REPLACE MACRO exposure_gini(recs, k, catalog := NULL, catalog_size := NULL, discount := 'none', persistence := 0.85, user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH x AS (FROM (FROM duckrank_exposure('exposure_gini', recs, k, user_col, rec_col) WHERE discount = 'none' UNION ALL SELECT item, sum(w) AS n FROM (SELECT *, CASE WHEN item IS NOT NULL THEN CASE WHEN discount = 'none' THEN 1.0 WHEN discount = 'log' THEN 1.0 / log2(pos + 1) WHEN discount = 'rbp' AND persistence > 0 AND persistence < 1 THEN pow(persistence, pos - 1) WHEN discount = 'rbp' THEN error('exposure_gini: persistence must be a number in (0, 1), got ' || coalesce(persistence::VARCHAR, 'NULL')) ELSE error('exposure_gini: discount must be ''none'', ''log'' or ''rbp'', got ' || coalesce(discount::VARCHAR, 'NULL')) END END AS w FROM duckrank_top_items('exposure_gini', recs, k, user_col, rec_col)) WHERE item IS NOT NULL AND discount IS DISTINCT FROM 'none' GROUP BY item)),
 outside AS (SELECT min(item::VARCHAR) AS item FROM x WHERE catalog IS NOT NULL AND item NOT IN (SELECT c FROM query(CASE WHEN catalog IS NULL THEN 'SELECT NULL AS c LIMIT 0' ELSE 'SELECT ' || '"' || replace(item_col, '"', '""') || '"' || ' AS c FROM ' || 'query_table(''' || replace(catalog, '''', '''''') || ''')' END) WHERE c IS NOT NULL)),
 e AS (SELECT n, row_number() OVER (ORDER BY n) AS r, count(*) OVER () AS d, duckrank_catalog_size('exposure_gini', catalog, catalog_size, item_col) AS size FROM x)
 SELECT CASE WHEN (SELECT item FROM outside) IS NOT NULL THEN error('exposure_gini: item ' || (SELECT item FROM outside) || ' was recommended but is not in the catalog table (catalog)') WHEN max(d) > max(size) THEN error('exposure_gini: ' || max(d) || ' distinct items were recommended, more than the catalogue size ' || max(size)::BIGINT) ELSE sum((2 * (size - d + r) - size - 1) * n) / (max(size) * sum(n)) END AS exposure_gini FROM e;
 
-CREATE OR REPLACE MACRO arp(recs, train, k, normalize := false, user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+CREATE OR REPLACE MACRO user_coverage(recs, k, test := NULL, full_lists := false, user_col := 'user', rec_col := 'rec') AS TABLE
+WITH l AS (SELECT "user", l[1:CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error('user_coverage' || ': k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END] AS top, k::BIGINT AS kk FROM (SELECT COLUMNS(lambda c: c = user_col) AS "user", COLUMNS(lambda c: c = rec_col) AS l FROM query_table(recs))),
+c AS (SELECT "user" FROM l WHERE coalesce(list_count(top) >= CASE WHEN CASE WHEN full_lists IS NULL THEN error('user_coverage: full_lists must be true or false, got NULL') ELSE full_lists::BOOLEAN END THEN kk ELSE 1 END, false)),
+u AS (SELECT DISTINCT "user" AS u FROM l WHERE test IS NULL AND "user" IS NOT NULL UNION ALL SELECT DISTINCT u FROM query(CASE WHEN test IS NULL THEN 'SELECT NULL AS u LIMIT 0' ELSE 'SELECT ' || '"' || replace(user_col, '"', '""') || '"' || ' AS u FROM ' || 'query_table(''' || replace(test, '''', '''''') || ''')' END) WHERE test IS NOT NULL AND u IS NOT NULL)
+SELECT covered / nullif(users, 0) AS user_coverage, covered AS covered_users, users FROM (SELECT count(*) FILTER (WHERE m) AS covered, count(*) AS users FROM (SELECT u IN (SELECT "user" FROM c) AS m FROM u));
+
+CREATE OR REPLACE MACRO sufficient_reco(recs, k, deep := false, user_col := 'user', rec_col := 'rec') AS TABLE
+SELECT "user", CASE WHEN top IS NULL THEN NULL WHEN CASE WHEN deep IS NULL THEN error('sufficient_reco: deep must be true or false, got NULL') ELSE deep::BOOLEAN END THEN list_count(top) / kk ELSE (list_count(top) >= kk)::DOUBLE END AS sufficient_reco FROM (SELECT "user", l[1:CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error('sufficient_reco' || ': k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END] AS top, k::BIGINT AS kk FROM (SELECT COLUMNS(lambda c: c = user_col) AS "user", COLUMNS(lambda c: c = rec_col) AS l FROM query_table(recs)));
+
+CREATE OR REPLACE MACRO unrepeated_reco(recs, k, deep := false, user_col := 'user', rec_col := 'rec') AS TABLE
+SELECT "user", CASE WHEN n = 0 THEN NULL WHEN CASE WHEN deep IS NULL THEN error('unrepeated_reco: deep must be true or false, got NULL') ELSE deep::BOOLEAN END THEN d / n ELSE (d = n)::DOUBLE END AS unrepeated_reco FROM (SELECT "user", coalesce(list_count(top), 0) AS n, list_unique(top) AS d FROM (SELECT "user", l[1:CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error('unrepeated_reco' || ': k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END] AS top, k::BIGINT AS kk FROM (SELECT COLUMNS(lambda c: c = user_col) AS "user", COLUMNS(lambda c: c = rec_col) AS l FROM query_table(recs))));
+
+CREATE OR REPLACE MACRO arp(recs, train, k, normalize := false, discount := 'none', persistence := 0.85, user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
 WITH pop AS (SELECT COLUMNS(lambda c: c = item_col) AS item FROM query_table(train)),
 counts AS (SELECT item, count(*)::DOUBLE AS n FROM pop WHERE item IS NOT NULL GROUP BY item)
-SELECT t."user", avg(CASE WHEN t.item IS NOT NULL THEN coalesce(c.n, 0) END) / CASE WHEN normalize THEN (SELECT count(item) FROM pop) ELSE 1 END AS arp
-FROM duckrank_top_items('arp', recs, k, user_col, rec_col) t LEFT JOIN counts c ON t.item = c.item GROUP BY t."user";
+SELECT t."user", sum(t.w * coalesce(c.n, 0)) / sum(t.w) / CASE WHEN normalize THEN (SELECT count(item) FROM pop) ELSE 1 END AS arp
+FROM (SELECT *, CASE WHEN item IS NOT NULL THEN CASE WHEN discount = 'none' THEN 1.0 WHEN discount = 'log' THEN 1.0 / log2(pos + 1) WHEN discount = 'rbp' AND persistence > 0 AND persistence < 1 THEN pow(persistence, pos - 1) WHEN discount = 'rbp' THEN error('arp: persistence must be a number in (0, 1), got ' || coalesce(persistence::VARCHAR, 'NULL')) ELSE error('arp: discount must be ''none'', ''log'' or ''rbp'', got ' || coalesce(discount::VARCHAR, 'NULL')) END END AS w FROM duckrank_top_items('arp', recs, k, user_col, rec_col)) t LEFT JOIN counts c ON t.item = c.item GROUP BY t."user";
 
-CREATE OR REPLACE MACRO self_information(recs, train, k, normalize := false, user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+CREATE OR REPLACE MACRO self_information(recs, train, k, normalize := false, discount := 'none', persistence := 0.85, user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
 WITH tr AS (SELECT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = item_col) AS item FROM query_table(train)),
 users AS (SELECT item, count(u)::DOUBLE AS n FROM (SELECT DISTINCT u, item FROM tr) WHERE item IS NOT NULL GROUP BY item),
 total AS (SELECT count(DISTINCT u)::DOUBLE AS n FROM tr)
-SELECT t."user", avg(CASE WHEN t.item IS NOT NULL THEN -log2(coalesce(s.n, 1) / (SELECT n FROM total)) END) / CASE WHEN normalize THEN nullif(log2((SELECT n FROM total)), 0) ELSE 1 END AS self_information
-FROM duckrank_top_items('self_information', recs, k, user_col, rec_col) t LEFT JOIN users s ON t.item = s.item GROUP BY t."user";
+SELECT t."user", sum(t.w * -log2(coalesce(s.n, 1) / (SELECT n FROM total))) / sum(t.w) / CASE WHEN normalize THEN nullif(log2((SELECT n FROM total)), 0) ELSE 1 END AS self_information
+FROM (SELECT *, CASE WHEN item IS NOT NULL THEN CASE WHEN discount = 'none' THEN 1.0 WHEN discount = 'log' THEN 1.0 / log2(pos + 1) WHEN discount = 'rbp' AND persistence > 0 AND persistence < 1 THEN pow(persistence, pos - 1) WHEN discount = 'rbp' THEN error('self_information: persistence must be a number in (0, 1), got ' || coalesce(persistence::VARCHAR, 'NULL')) ELSE error('self_information: discount must be ''none'', ''log'' or ''rbp'', got ' || coalesce(discount::VARCHAR, 'NULL')) END END AS w FROM duckrank_top_items('self_information', recs, k, user_col, rec_col)) t LEFT JOIN users s ON t.item = s.item GROUP BY t."user";
 
 CREATE OR REPLACE MACRO long_tail_share(recs, train, k, head_share := 0.2, user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
 WITH counts AS (SELECT item, count(*) AS n FROM (SELECT COLUMNS(lambda c: c = item_col) AS item FROM query_table(train)) WHERE item IS NOT NULL GROUP BY item),
@@ -301,6 +420,18 @@ p AS (SELECT CASE WHEN n.exact THEN floor((1 + sqrt(1 + 8 * j)) / 2)::BIGINT + 1
 q AS (SELECT a, CASE WHEN (SELECT exact FROM n) OR b0 < a THEN b0 ELSE b0 + 1 END AS b FROM p)
 SELECT avg(d) AS inter_user_diversity, count(d) AS pairs_used, (SELECT exact FROM n) AS exact FROM (SELECT 1 - len(list_intersect(x.top, y.top)) / nullif(len(x.top) + len(y.top) - len(list_intersect(x.top, y.top)), 0) AS d FROM q JOIN s x ON x.i = q.a JOIN s y ON y.i = q.b);
 
+CREATE OR REPLACE MACRO categorical_diversity(recs, categories, k, category_col := 'category', user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH c AS (SELECT * EXCLUDE (duckrank_rows) FROM (SELECT *, count(*) OVER (PARTITION BY item) AS duckrank_rows FROM (SELECT COLUMNS(lambda c: c = item_col) AS item, COLUMNS(lambda c: c = category_col) AS cat FROM query_table(categories))) WHERE CASE WHEN item IS NOT NULL AND duckrank_rows > 1 THEN error('categorical_diversity: categories holds item ' || item::VARCHAR || ' more than once') ELSE true END)
+SELECT t."user", CASE WHEN count(t.item) > 0 THEN count(DISTINCT c.cat) / any_value(k)::DOUBLE END AS categorical_diversity FROM duckrank_top_items('categorical_diversity', recs, k, user_col, rec_col) t LEFT JOIN c ON t.item = c.item GROUP BY t."user";
+
+CREATE OR REPLACE MACRO rank_biased_entropy(recs, categories, k, discount := 'rbp', persistence := 0.85, smoothing := 0, category_col := 'category', user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH c AS (SELECT DISTINCT COLUMNS(lambda c: c = item_col) AS item, COLUMNS(lambda c: c = category_col) AS cat FROM query_table(categories)),
+m AS (SELECT item, cat, 1.0 / count(*) OVER (PARTITION BY item) AS share FROM c WHERE item IS NOT NULL AND cat IS NOT NULL),
+s AS (SELECT CASE WHEN smoothing IS NULL OR smoothing < 0 THEN error('rank_biased_entropy: smoothing must be a number >= 0, got ' || coalesce(smoothing::VARCHAR, 'NULL')) ELSE smoothing::DOUBLE END AS s, (SELECT count(DISTINCT cat) FROM m) AS n),
+e AS (SELECT t."user", m.cat, sum(t.w * m.share) AS e FROM (SELECT *, CASE WHEN item IS NOT NULL THEN CASE WHEN discount = 'none' THEN 1.0 WHEN discount = 'log' THEN 1.0 / log2(pos + 1) WHEN discount = 'rbp' AND persistence > 0 AND persistence < 1 THEN pow(persistence, pos - 1) WHEN discount = 'rbp' THEN error('rank_biased_entropy: persistence must be a number in (0, 1), got ' || coalesce(persistence::VARCHAR, 'NULL')) ELSE error('rank_biased_entropy: discount must be ''none'', ''log'' or ''rbp'', got ' || coalesce(discount::VARCHAR, 'NULL')) END END AS w FROM duckrank_top_items('rank_biased_entropy', recs, k, user_col, rec_col)) t JOIN m ON t.item = m.item GROUP BY t."user", m.cat),
+h AS (SELECT e."user", log2(sum(e.e) + any_value(s.s) * any_value(s.n)) - (sum((e.e + s.s) * log2(e.e + s.s)) + CASE WHEN any_value(s.s) > 0 THEN (any_value(s.n) - count(*)) * any_value(s.s) * log2(any_value(s.s)) ELSE 0 END) / (sum(e.e) + any_value(s.s) * any_value(s.n)) AS h FROM e CROSS JOIN s GROUP BY e."user")
+SELECT r."user", h.h AS rank_biased_entropy FROM (SELECT COLUMNS(lambda c: c = user_col) AS "user" FROM query_table(recs)) r LEFT JOIN h ON r."user" = h."user";
+
 CREATE OR REPLACE MACRO overlap_at(rec, other, k) AS CASE WHEN rec IS NULL OR other IS NULL THEN NULL ELSE len(list_filter(rec[1:CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error('overlap_at' || ': k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END], lambda x: list_contains(other[1:k], x))) / nullif(len(list_filter(rec[1:k], lambda x: x IS NOT NULL)), 0) END;
 
 CREATE OR REPLACE MACRO jaccard_at(rec, other, k) AS CASE WHEN rec IS NULL OR other IS NULL THEN NULL ELSE list_transform([struct_pack(a := list_distinct(rec[1:CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error('jaccard_at' || ': k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END]), b := list_distinct(other[1:k]))], lambda s: list_transform([len(list_filter(s.a, lambda x: list_contains(s.b, x)))], lambda c: c / nullif(len(s.a) + len(s.b) - c, 0))[1])[1] END;
@@ -313,6 +444,153 @@ ranks AS (SELECT item, dense_rank() OVER (ORDER BY n DESC) AS pop_rank FROM coun
 size AS (SELECT duckrank_catalog_size('serendipity', catalog, catalog_size, item_col) AS n)
 SELECT t."user", avg(CASE WHEN t.item IS NOT NULL THEN greatest((size.n + 1 - t.pos) / size.n - coalesce((size.n + 1 - r.pop_rank) / size.n, 0.0), 0.0) * list_contains(t.truth, t.item)::INTEGER END) AS serendipity
 FROM duckrank_top_items_truth('serendipity', recs, k, user_col, rec_col, truth_col) t LEFT JOIN ranks r ON t.item = r.item CROSS JOIN size GROUP BY t."user";
+
+CREATE OR REPLACE MACRO epc(recs, train, k, discount := 'log', persistence := 0.85, truth_col := 'truth', user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH tr AS (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = item_col) AS item FROM query_table(train)),
+users AS (SELECT item, count(u)::DOUBLE AS n FROM tr WHERE item IS NOT NULL GROUP BY item),
+total AS (SELECT count(DISTINCT u)::DOUBLE AS n FROM tr)
+SELECT t."user", CASE WHEN coalesce(list_count(any_value(t.truth)), 0) > 0 THEN sum(t.w * (list_contains(t.truth, t.item)::INTEGER) * (1 - coalesce(s.n, 0) / (SELECT nullif(n, 0) FROM total))) / sum(t.w) END AS epc
+FROM (SELECT *, CASE WHEN item IS NOT NULL THEN CASE WHEN discount = 'none' THEN 1.0 WHEN discount = 'log' THEN 1.0 / log2(pos + 1) WHEN discount = 'rbp' AND persistence > 0 AND persistence < 1 THEN pow(persistence, pos - 1) WHEN discount = 'rbp' THEN error('epc: persistence must be a number in (0, 1), got ' || coalesce(persistence::VARCHAR, 'NULL')) ELSE error('epc: discount must be ''none'', ''log'' or ''rbp'', got ' || coalesce(discount::VARCHAR, 'NULL')) END END AS w FROM duckrank_top_items_truth('epc', recs, k, user_col, rec_col, truth_col)) t LEFT JOIN users s ON t.item = s.item GROUP BY t."user";
+
+CREATE OR REPLACE MACRO efd(recs, train, k, discount := 'log', persistence := 0.85, truth_col := 'truth', user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH tr AS (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = item_col) AS item FROM query_table(train)),
+users AS (SELECT item, count(u)::DOUBLE AS n FROM tr WHERE item IS NOT NULL GROUP BY item),
+total AS (SELECT sum(n) AS n, min(n) AS least FROM users)
+SELECT t."user", CASE WHEN coalesce(list_count(any_value(t.truth)), 0) > 0 THEN sum(t.w * (list_contains(t.truth, t.item)::INTEGER) * (-log2(coalesce(s.n, (SELECT least FROM total)) / (SELECT n FROM total)))) / sum(t.w) END AS efd
+FROM (SELECT *, CASE WHEN item IS NOT NULL THEN CASE WHEN discount = 'none' THEN 1.0 WHEN discount = 'log' THEN 1.0 / log2(pos + 1) WHEN discount = 'rbp' AND persistence > 0 AND persistence < 1 THEN pow(persistence, pos - 1) WHEN discount = 'rbp' THEN error('efd: persistence must be a number in (0, 1), got ' || coalesce(persistence::VARCHAR, 'NULL')) ELSE error('efd: discount must be ''none'', ''log'' or ''rbp'', got ' || coalesce(discount::VARCHAR, 'NULL')) END END AS w FROM duckrank_top_items_truth('efd', recs, k, user_col, rec_col, truth_col)) t LEFT JOIN users s ON t.item = s.item GROUP BY t."user";
+
+CREATE OR REPLACE MACRO extended_epc(recs, train, k, discount := 'log', persistence := 0.85, threshold := 1, truth_col := 'truth', user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH tr AS (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = item_col) AS item FROM query_table(train)),
+users AS (SELECT item, count(u)::DOUBLE AS n FROM tr WHERE item IS NOT NULL GROUP BY item),
+total AS (SELECT count(DISTINCT u)::DOUBLE AS n FROM tr)
+SELECT t."user", CASE WHEN len(list_filter(map_values(any_value(t.truth)), lambda g: g >= threshold)) > 0 THEN sum(t.w * (CASE WHEN map_values(t.truth)[list_position(map_keys(t.truth), t.item)] >= threshold THEN 2 ^ (map_values(t.truth)[list_position(map_keys(t.truth), t.item)] - threshold + 1) - 1 ELSE 0 END) * (1 - coalesce(s.n, 0) / (SELECT nullif(n, 0) FROM total))) / sum(t.w) END AS extended_epc
+FROM (SELECT *, CASE WHEN item IS NOT NULL THEN CASE WHEN discount = 'none' THEN 1.0 WHEN discount = 'log' THEN 1.0 / log2(pos + 1) WHEN discount = 'rbp' AND persistence > 0 AND persistence < 1 THEN pow(persistence, pos - 1) WHEN discount = 'rbp' THEN error('extended_epc: persistence must be a number in (0, 1), got ' || coalesce(persistence::VARCHAR, 'NULL')) ELSE error('extended_epc: discount must be ''none'', ''log'' or ''rbp'', got ' || coalesce(discount::VARCHAR, 'NULL')) END END AS w FROM duckrank_top_items_truth('extended_epc', recs, k, user_col, rec_col, truth_col)) t LEFT JOIN users s ON t.item = s.item GROUP BY t."user";
+
+CREATE OR REPLACE MACRO extended_efd(recs, train, k, discount := 'log', persistence := 0.85, threshold := 1, truth_col := 'truth', user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH tr AS (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = item_col) AS item FROM query_table(train)),
+users AS (SELECT item, count(u)::DOUBLE AS n FROM tr WHERE item IS NOT NULL GROUP BY item),
+total AS (SELECT sum(n) AS n, min(n) AS least FROM users)
+SELECT t."user", CASE WHEN len(list_filter(map_values(any_value(t.truth)), lambda g: g >= threshold)) > 0 THEN sum(t.w * (CASE WHEN map_values(t.truth)[list_position(map_keys(t.truth), t.item)] >= threshold THEN 2 ^ (map_values(t.truth)[list_position(map_keys(t.truth), t.item)] - threshold + 1) - 1 ELSE 0 END) * (-log2(coalesce(s.n, (SELECT least FROM total)) / (SELECT n FROM total)))) / sum(t.w) END AS extended_efd
+FROM (SELECT *, CASE WHEN item IS NOT NULL THEN CASE WHEN discount = 'none' THEN 1.0 WHEN discount = 'log' THEN 1.0 / log2(pos + 1) WHEN discount = 'rbp' AND persistence > 0 AND persistence < 1 THEN pow(persistence, pos - 1) WHEN discount = 'rbp' THEN error('extended_efd: persistence must be a number in (0, 1), got ' || coalesce(persistence::VARCHAR, 'NULL')) ELSE error('extended_efd: discount must be ''none'', ''log'' or ''rbp'', got ' || coalesce(discount::VARCHAR, 'NULL')) END END AS w FROM duckrank_top_items_truth('extended_efd', recs, k, user_col, rec_col, truth_col)) t LEFT JOIN users s ON t.item = s.item GROUP BY t."user";
+
+CREATE OR REPLACE MACRO aclt(recs, train, k, head := 'interactions', head_share := NULL, user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH tr AS (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = item_col) AS item FROM query_table(train) WHERE item IS NOT NULL),
+share AS (SELECT CASE WHEN head_share IS NOT NULL AND (head_share < 0 OR head_share > 1) THEN error('aclt: head_share must be a number in [0, 1], got ' || head_share::VARCHAR) ELSE coalesce(head_share, CASE WHEN head = 'items' THEN 0.2 ELSE 0.8 END) END AS s, CASE WHEN head IS NULL OR head NOT IN ('interactions', 'items') THEN error('aclt: head must be ''interactions'' or ''items'', got ' || coalesce(head, 'NULL')) ELSE head END AS h),
+users_of AS (SELECT item, count(*) AS n FROM tr GROUP BY item),
+rows_of AS (SELECT COLUMNS(lambda c: c = item_col) AS item, count(*) AS n FROM query_table(train) WHERE item IS NOT NULL GROUP BY item),
+by_interactions AS (SELECT item, sum(n) OVER (ORDER BY n DESC, item ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before, sum(n) OVER () AS total FROM users_of),
+by_items AS (SELECT item, rank() OVER (ORDER BY n DESC) - 1 AS above, count(*) OVER () AS m FROM rows_of),
+g AS (SELECT item, CASE WHEN before IS NULL OR (SELECT s FROM share) * total - before > 0 THEN 'head' ELSE 'tail' END AS grp FROM by_interactions WHERE (SELECT h FROM share) = 'interactions' UNION ALL SELECT item, CASE WHEN above < (SELECT s FROM share) * m THEN 'head' ELSE 'tail' END FROM by_items WHERE (SELECT h FROM share) = 'items')
+SELECT t."user", CASE WHEN count(t.item) > 0 THEN count(DISTINCT t.item) FILTER (WHERE g.grp = 'tail') END AS aclt FROM duckrank_top_items('aclt', recs, k, user_col, rec_col) t LEFT JOIN g ON t.item = g.item GROUP BY t."user";
+
+CREATE OR REPLACE MACRO aplt(recs, train, k, head := 'interactions', head_share := NULL, user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH tr AS (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = item_col) AS item FROM query_table(train) WHERE item IS NOT NULL),
+share AS (SELECT CASE WHEN head_share IS NOT NULL AND (head_share < 0 OR head_share > 1) THEN error('aplt: head_share must be a number in [0, 1], got ' || head_share::VARCHAR) ELSE coalesce(head_share, CASE WHEN head = 'items' THEN 0.2 ELSE 0.8 END) END AS s, CASE WHEN head IS NULL OR head NOT IN ('interactions', 'items') THEN error('aplt: head must be ''interactions'' or ''items'', got ' || coalesce(head, 'NULL')) ELSE head END AS h),
+users_of AS (SELECT item, count(*) AS n FROM tr GROUP BY item),
+rows_of AS (SELECT COLUMNS(lambda c: c = item_col) AS item, count(*) AS n FROM query_table(train) WHERE item IS NOT NULL GROUP BY item),
+by_interactions AS (SELECT item, sum(n) OVER (ORDER BY n DESC, item ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before, sum(n) OVER () AS total FROM users_of),
+by_items AS (SELECT item, rank() OVER (ORDER BY n DESC) - 1 AS above, count(*) OVER () AS m FROM rows_of),
+g AS (SELECT item, CASE WHEN before IS NULL OR (SELECT s FROM share) * total - before > 0 THEN 'head' ELSE 'tail' END AS grp FROM by_interactions WHERE (SELECT h FROM share) = 'interactions' UNION ALL SELECT item, CASE WHEN above < (SELECT s FROM share) * m THEN 'head' ELSE 'tail' END FROM by_items WHERE (SELECT h FROM share) = 'items')
+SELECT t."user", CASE WHEN count(t.item) > 0 THEN count(DISTINCT t.item) FILTER (WHERE g.grp = 'tail') / count(t.item) END AS aplt FROM duckrank_top_items('aplt', recs, k, user_col, rec_col) t LEFT JOIN g ON t.item = g.item GROUP BY t."user";
+
+CREATE OR REPLACE MACRO pop_reo(recs, train, k, head := 'interactions', head_share := NULL, truth_col := 'truth', user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH tr AS (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = item_col) AS item FROM query_table(train) WHERE item IS NOT NULL),
+share AS (SELECT CASE WHEN head_share IS NOT NULL AND (head_share < 0 OR head_share > 1) THEN error('pop_reo: head_share must be a number in [0, 1], got ' || head_share::VARCHAR) ELSE coalesce(head_share, CASE WHEN head = 'items' THEN 0.2 ELSE 0.8 END) END AS s, CASE WHEN head IS NULL OR head NOT IN ('interactions', 'items') THEN error('pop_reo: head must be ''interactions'' or ''items'', got ' || coalesce(head, 'NULL')) ELSE head END AS h),
+users_of AS (SELECT item, count(*) AS n FROM tr GROUP BY item),
+rows_of AS (SELECT COLUMNS(lambda c: c = item_col) AS item, count(*) AS n FROM query_table(train) WHERE item IS NOT NULL GROUP BY item),
+by_interactions AS (SELECT item, sum(n) OVER (ORDER BY n DESC, item ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before, sum(n) OVER () AS total FROM users_of),
+by_items AS (SELECT item, rank() OVER (ORDER BY n DESC) - 1 AS above, count(*) OVER () AS m FROM rows_of),
+g AS (SELECT item, CASE WHEN before IS NULL OR (SELECT s FROM share) * total - before > 0 THEN 'head' ELSE 'tail' END AS grp FROM by_interactions WHERE (SELECT h FROM share) = 'interactions' UNION ALL SELECT item, CASE WHEN above < (SELECT s FROM share) * m THEN 'head' ELSE 'tail' END FROM by_items WHERE (SELECT h FROM share) = 'items'),
+users AS (SELECT COLUMNS(lambda c: c = user_col) AS "user", list_distinct(COLUMNS(lambda c: c = truth_col)) AS truth FROM query_table(recs)),
+rel AS (SELECT "user", unnest(truth) AS item FROM users WHERE len(truth) > 0),
+hit AS (SELECT DISTINCT t."user", t.item FROM duckrank_top_items('pop_reo', recs, k, user_col, rec_col) t JOIN users u ON t."user" = u."user" WHERE t.item IS NOT NULL AND list_contains(u.truth, t.item)),
+num AS (SELECT g.grp, count(*) AS n FROM hit JOIN g ON hit.item = g.item GROUP BY g.grp),
+den AS (SELECT g.grp, count(*) AS n FROM rel JOIN g ON rel.item = g.item LEFT JOIN tr ON tr.u = rel."user" AND tr.item = rel.item WHERE tr.u IS NULL GROUP BY g.grp),
+pr AS (SELECT coalesce(num.n, 0) / nullif(den.n, 0) AS p FROM (SELECT DISTINCT grp FROM g) gg LEFT JOIN num ON gg.grp = num.grp LEFT JOIN den ON gg.grp = den.grp)
+SELECT CASE WHEN count(p) = count(*) THEN stddev_pop(p) / nullif(avg(p), 0) END AS pop_reo, count(*) AS groups FROM pr;
+
+CREATE OR REPLACE MACRO pop_rsp(recs, train, k, head := 'interactions', head_share := NULL, user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH tr AS (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = item_col) AS item FROM query_table(train) WHERE item IS NOT NULL),
+share AS (SELECT CASE WHEN head_share IS NOT NULL AND (head_share < 0 OR head_share > 1) THEN error('pop_rsp: head_share must be a number in [0, 1], got ' || head_share::VARCHAR) ELSE coalesce(head_share, CASE WHEN head = 'items' THEN 0.2 ELSE 0.8 END) END AS s, CASE WHEN head IS NULL OR head NOT IN ('interactions', 'items') THEN error('pop_rsp: head must be ''interactions'' or ''items'', got ' || coalesce(head, 'NULL')) ELSE head END AS h),
+users_of AS (SELECT item, count(*) AS n FROM tr GROUP BY item),
+rows_of AS (SELECT COLUMNS(lambda c: c = item_col) AS item, count(*) AS n FROM query_table(train) WHERE item IS NOT NULL GROUP BY item),
+by_interactions AS (SELECT item, sum(n) OVER (ORDER BY n DESC, item ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before, sum(n) OVER () AS total FROM users_of),
+by_items AS (SELECT item, rank() OVER (ORDER BY n DESC) - 1 AS above, count(*) OVER () AS m FROM rows_of),
+g AS (SELECT item, CASE WHEN before IS NULL OR (SELECT s FROM share) * total - before > 0 THEN 'head' ELSE 'tail' END AS grp FROM by_interactions WHERE (SELECT h FROM share) = 'interactions' UNION ALL SELECT item, CASE WHEN above < (SELECT s FROM share) * m THEN 'head' ELSE 'tail' END FROM by_items WHERE (SELECT h FROM share) = 'items'),
+users AS (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS "user" FROM query_table(recs) WHERE "user" IS NOT NULL),
+num AS (SELECT g.grp, count(*) AS n FROM (SELECT DISTINCT "user", item FROM duckrank_top_items('pop_rsp', recs, k, user_col, rec_col) WHERE item IS NOT NULL) x JOIN g ON x.item = g.item GROUP BY g.grp),
+size AS (SELECT grp, count(*) AS n FROM g GROUP BY grp),
+seen AS (SELECT g.grp, count(*) AS n FROM tr JOIN users ON tr.u = users."user" JOIN g ON tr.item = g.item GROUP BY g.grp),
+pr AS (SELECT coalesce(num.n, 0) / nullif((SELECT count(*) FROM users) * size.n - coalesce(seen.n, 0), 0) AS p FROM size LEFT JOIN num ON size.grp = num.grp LEFT JOIN seen ON size.grp = seen.grp)
+SELECT CASE WHEN count(p) = count(*) THEN stddev_pop(p) / nullif(avg(p), 0) END AS pop_rsp, count(*) AS groups FROM pr;
+
+CREATE OR REPLACE MACRO reo(recs, train, item_groups, k, group_col := 'group', truth_col := 'truth', user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH tr AS (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = item_col) AS item FROM query_table(train) WHERE item IS NOT NULL),
+g AS (SELECT * FROM (SELECT * EXCLUDE (duckrank_rows) FROM (SELECT *, count(*) OVER (PARTITION BY item) AS duckrank_rows FROM (SELECT COLUMNS(lambda c: c = item_col) AS item, COLUMNS(lambda c: c = group_col) AS grp FROM query_table(item_groups))) WHERE CASE WHEN item IS NOT NULL AND duckrank_rows > 1 THEN error('reo: item_groups holds item ' || item::VARCHAR || ' more than once') ELSE true END) WHERE item IS NOT NULL AND grp IS NOT NULL),
+users AS (SELECT COLUMNS(lambda c: c = user_col) AS "user", list_distinct(COLUMNS(lambda c: c = truth_col)) AS truth FROM query_table(recs)),
+rel AS (SELECT "user", unnest(truth) AS item FROM users WHERE len(truth) > 0),
+hit AS (SELECT DISTINCT t."user", t.item FROM duckrank_top_items('reo', recs, k, user_col, rec_col) t JOIN users u ON t."user" = u."user" WHERE t.item IS NOT NULL AND list_contains(u.truth, t.item)),
+num AS (SELECT g.grp, count(*) AS n FROM hit JOIN g ON hit.item = g.item GROUP BY g.grp),
+den AS (SELECT g.grp, count(*) AS n FROM rel JOIN g ON rel.item = g.item LEFT JOIN tr ON tr.u = rel."user" AND tr.item = rel.item WHERE tr.u IS NULL GROUP BY g.grp),
+pr AS (SELECT coalesce(num.n, 0) / nullif(den.n, 0) AS p FROM (SELECT DISTINCT grp FROM g) gg LEFT JOIN num ON gg.grp = num.grp LEFT JOIN den ON gg.grp = den.grp)
+SELECT CASE WHEN count(p) = count(*) THEN stddev_pop(p) / nullif(avg(p), 0) END AS reo, count(*) AS groups FROM pr;
+
+CREATE OR REPLACE MACRO rsp(recs, train, item_groups, k, group_col := 'group', user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH tr AS (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = item_col) AS item FROM query_table(train) WHERE item IS NOT NULL),
+g AS (SELECT * FROM (SELECT * EXCLUDE (duckrank_rows) FROM (SELECT *, count(*) OVER (PARTITION BY item) AS duckrank_rows FROM (SELECT COLUMNS(lambda c: c = item_col) AS item, COLUMNS(lambda c: c = group_col) AS grp FROM query_table(item_groups))) WHERE CASE WHEN item IS NOT NULL AND duckrank_rows > 1 THEN error('rsp: item_groups holds item ' || item::VARCHAR || ' more than once') ELSE true END) WHERE item IS NOT NULL AND grp IS NOT NULL),
+users AS (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS "user" FROM query_table(recs) WHERE "user" IS NOT NULL),
+num AS (SELECT g.grp, count(*) AS n FROM (SELECT DISTINCT "user", item FROM duckrank_top_items('rsp', recs, k, user_col, rec_col) WHERE item IS NOT NULL) x JOIN g ON x.item = g.item GROUP BY g.grp),
+size AS (SELECT grp, count(*) AS n FROM g GROUP BY grp),
+seen AS (SELECT g.grp, count(*) AS n FROM tr JOIN users ON tr.u = users."user" JOIN g ON tr.item = g.item GROUP BY g.grp),
+pr AS (SELECT coalesce(num.n, 0) / nullif((SELECT count(*) FROM users) * size.n - coalesce(seen.n, 0), 0) AS p FROM size LEFT JOIN num ON size.grp = num.grp LEFT JOIN seen ON size.grp = seen.grp)
+SELECT CASE WHEN count(p) = count(*) THEN stddev_pop(p) / nullif(avg(p), 0) END AS rsp, count(*) AS groups FROM pr;
+
+CREATE OR REPLACE MACRO bias_disparity(recs, train, user_groups, item_groups, k, group_col := 'group', user_group_col := 'group', user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH tr AS (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = item_col) AS item FROM query_table(train) WHERE item IS NOT NULL),
+ig AS (SELECT * FROM (SELECT * EXCLUDE (duckrank_rows) FROM (SELECT *, count(*) OVER (PARTITION BY item) AS duckrank_rows FROM (SELECT COLUMNS(lambda c: c = item_col) AS item, COLUMNS(lambda c: c = group_col) AS grp FROM query_table(item_groups))) WHERE CASE WHEN item IS NOT NULL AND duckrank_rows > 1 THEN error('bias_disparity: item_groups holds item ' || item::VARCHAR || ' more than once') ELSE true END) WHERE item IS NOT NULL AND grp IS NOT NULL),
+ug AS (SELECT u, grp FROM (SELECT *, count(*) OVER (PARTITION BY u) AS n FROM (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = user_group_col) AS grp FROM query_table(user_groups))) WHERE CASE WHEN u IS NOT NULL AND n > 1 THEN error('bias_disparity: user_groups holds user ' || u::VARCHAR || ' more than once') ELSE u IS NOT NULL AND grp IS NOT NULL END),
+pc AS (SELECT grp, count(*) / sum(count(*)) OVER () AS p FROM ig GROUP BY grp),
+src AS (SELECT ug.grp AS ugrp, ig.grp, count(*) AS n FROM tr x JOIN ug ON x.u = ug.u JOIN ig ON x.item = ig.item GROUP BY ug.grp, ig.grp),
+rec AS (SELECT ug.grp AS ugrp, ig.grp, count(*) AS n FROM (SELECT "user" AS u, item FROM duckrank_top_items('bias_disparity', recs, k, user_col, rec_col) WHERE item IS NOT NULL) x JOIN ug ON x.u = ug.u JOIN ig ON x.item = ig.item GROUP BY ug.grp, ig.grp),
+b AS (SELECT pairs.ugrp, pairs.grp, coalesce(src.n, 0) / nullif(sum(coalesce(src.n, 0)) OVER (PARTITION BY pairs.ugrp), 0) / pairs.p AS bs, coalesce(rec.n, 0) / nullif(sum(coalesce(rec.n, 0)) OVER (PARTITION BY pairs.ugrp), 0) / pairs.p AS br FROM (SELECT DISTINCT ug.grp AS ugrp, pc.grp, pc.p FROM ug CROSS JOIN pc) pairs LEFT JOIN src ON src.ugrp = pairs.ugrp AND src.grp = pairs.grp LEFT JOIN rec ON rec.ugrp = pairs.ugrp AND rec.grp = pairs.grp)
+SELECT ugrp AS user_group, grp AS item_group, bs, br, (br - bs) / nullif(bs, 0) AS bd FROM b ORDER BY ugrp, grp;
+
+CREATE OR REPLACE MACRO expected_exposure(recs, k, persistence := 0.5, truth_col := 'truth', user_col := 'user', rec_col := 'rec') AS TABLE
+WITH r AS (SELECT "user", l[1:CASE WHEN persistence IS NULL OR persistence <= 0 OR persistence >= 1 THEN error('expected_exposure: persistence must be a number in (0, 1), got ' || coalesce(persistence::VARCHAR, 'NULL')) WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error('expected_exposure: k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END] AS top, truth FROM (SELECT COLUMNS(lambda c: c = user_col) AS "user", COLUMNS(lambda c: c = rec_col) AS l, COLUMNS(lambda c: c = truth_col) AS truth FROM query_table(recs))),
+u AS (SELECT "user", count(*) AS samples, list_distinct(any_value(truth)) AS truth FROM r GROUP BY "user"),
+x AS (SELECT "user", item, sum(pow(persistence, pos - 1)) AS x FROM (SELECT "user", unnest(top) AS item, generate_subscripts(top, 1) AS pos FROM r) WHERE item IS NOT NULL GROUP BY "user", item),
+s AS (SELECT u."user", len(u.truth) AS m, (1 - pow(persistence, len(u.truth))) / (len(u.truth) * (1 - persistence)) AS target, sum((x.x / u.samples) ^ 2) AS d, coalesce(sum(x.x / u.samples) FILTER (WHERE list_contains(u.truth, x.item)), 0) AS hit FROM u LEFT JOIN x ON u."user" = x."user" GROUP BY u."user", u.truth)
+SELECT "user", CASE WHEN m > 0 THEN coalesce(d, 0) - 2 * hit * target + m * target ^ 2 END AS expected_exposure, CASE WHEN m > 0 THEN coalesce(d, 0) END AS disparity, CASE WHEN m > 0 THEN hit * target END AS relevance FROM s;
+
+CREATE OR REPLACE MACRO user_mad_rating(recs, user_groups, k, scores_col := 'score', truth_col := 'truth', user_group_col := 'group', user_col := 'user', rec_col := 'rec') AS TABLE
+WITH scored AS (SELECT "user", item, s, truth FROM (SELECT "user", truth, unnest(r) AS item, unnest(sc) AS s FROM (SELECT "user", truth, l[1:CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error('user_mad_rating: k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END] AS r, CASE WHEN l IS NULL THEN NULL WHEN coalesce(len(x), -1) = len(l) THEN x[1:CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error('user_mad_rating: k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END] ELSE error('user_mad_rating: scores_col must hold one score per item of rec_col, user ' || "user"::VARCHAR || ' has ' || len(l) || ' items and ' || coalesce(len(x), 0) || ' scores') END AS sc FROM (SELECT COLUMNS(lambda c: c = user_col) AS "user", COLUMNS(lambda c: c = rec_col) AS l, COLUMNS(lambda c: c = scores_col) AS x, COLUMNS(lambda c: c = truth_col) AS truth FROM query_table(recs)) WHERE list_count(truth) > 0)) WHERE item IS NOT NULL),
+ug AS (SELECT u, grp FROM (SELECT *, count(*) OVER (PARTITION BY u) AS n FROM (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = user_group_col) AS grp FROM query_table(user_groups))) WHERE CASE WHEN u IS NOT NULL AND n > 1 THEN error('user_mad_rating: user_groups holds user ' || u::VARCHAR || ' more than once') ELSE u IS NOT NULL AND grp IS NOT NULL END),
+v AS (SELECT "user", avg(s) AS v FROM scored GROUP BY "user"),
+ga AS (SELECT gs.grp, avg(v.v) AS a FROM (SELECT DISTINCT grp FROM ug) gs LEFT JOIN ug ON ug.grp = gs.grp LEFT JOIN v ON v."user" = ug.u GROUP BY gs.grp)
+SELECT CASE WHEN count(*) FILTER (WHERE x.a IS NULL OR y.a IS NULL) = 0 THEN avg(abs(x.a - y.a)) END AS user_mad_rating FROM ga x JOIN ga y ON x.grp < y.grp;
+
+CREATE OR REPLACE MACRO item_mad_rating(recs, item_groups, k, scores_col := 'score', truth_col := 'truth', group_col := 'group', user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH scored AS (SELECT "user", item, s, truth FROM (SELECT "user", truth, unnest(r) AS item, unnest(sc) AS s FROM (SELECT "user", truth, l[1:CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error('item_mad_rating: k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END] AS r, CASE WHEN l IS NULL THEN NULL WHEN coalesce(len(x), -1) = len(l) THEN x[1:CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error('item_mad_rating: k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END] ELSE error('item_mad_rating: scores_col must hold one score per item of rec_col, user ' || "user"::VARCHAR || ' has ' || len(l) || ' items and ' || coalesce(len(x), 0) || ' scores') END AS sc FROM (SELECT COLUMNS(lambda c: c = user_col) AS "user", COLUMNS(lambda c: c = rec_col) AS l, COLUMNS(lambda c: c = scores_col) AS x, COLUMNS(lambda c: c = truth_col) AS truth FROM query_table(recs)) WHERE list_count(truth) > 0)) WHERE item IS NOT NULL),
+g AS (SELECT * FROM (SELECT * EXCLUDE (duckrank_rows) FROM (SELECT *, count(*) OVER (PARTITION BY item) AS duckrank_rows FROM (SELECT COLUMNS(lambda c: c = item_col) AS item, COLUMNS(lambda c: c = group_col) AS grp FROM query_table(item_groups))) WHERE CASE WHEN item IS NOT NULL AND duckrank_rows > 1 THEN error('item_mad_rating: item_groups holds item ' || item::VARCHAR || ' more than once') ELSE true END) WHERE item IS NOT NULL AND grp IS NOT NULL),
+v AS (SELECT item, sum(CASE WHEN list_contains(truth, item) THEN s ELSE 0 END) / count(*) AS v FROM scored GROUP BY item),
+ga AS (SELECT gs.grp, avg(v.v) AS a FROM (SELECT DISTINCT grp FROM g) gs LEFT JOIN g ON g.grp = gs.grp LEFT JOIN v ON v.item = g.item GROUP BY gs.grp)
+SELECT CASE WHEN count(*) FILTER (WHERE x.a IS NULL OR y.a IS NULL) = 0 THEN avg(abs(x.a - y.a)) END AS item_mad_rating FROM ga x JOIN ga y ON x.grp < y.grp;
+
+CREATE OR REPLACE MACRO user_mad_ranking(recs, user_groups, k, threshold := 1, truth_col := 'truth', user_group_col := 'group', user_col := 'user', rec_col := 'rec') AS TABLE
+WITH gl AS (SELECT "user", l[1:CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error('user_mad_ranking: k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END] AS top, k::BIGINT AS kk, truth FROM (SELECT COLUMNS(lambda c: c = user_col) AS "user", COLUMNS(lambda c: c = rec_col) AS l, COLUMNS(lambda c: c = truth_col) AS truth FROM query_table(recs)) WHERE len(list_filter(map_values(truth), lambda x: x >= threshold)) > 0),
+ug AS (SELECT u, grp FROM (SELECT *, count(*) OVER (PARTITION BY u) AS n FROM (SELECT DISTINCT COLUMNS(lambda c: c = user_col) AS u, COLUMNS(lambda c: c = user_group_col) AS grp FROM query_table(user_groups))) WHERE CASE WHEN u IS NOT NULL AND n > 1 THEN error('user_mad_ranking: user_groups holds user ' || u::VARCHAR || ' more than once') ELSE u IS NOT NULL AND grp IS NOT NULL END),
+d AS (SELECT "user", coalesce(list_sum(list_transform(top, lambda i, r: CASE WHEN i IS NULL THEN 0 ELSE coalesce(CASE WHEN map_values(truth)[list_position(map_keys(truth), i)] >= threshold THEN 2 ^ (map_values(truth)[list_position(map_keys(truth), i)] - threshold + 1) - 1 ELSE 0 END, 0) END / log2(r + 1))), 0) AS dcg, list_sum(list_transform(list_reverse_sort(list_transform(list_filter(map_values(truth), lambda x: x >= threshold), lambda x: CASE WHEN x >= threshold THEN 2 ^ (x - threshold + 1) - 1 ELSE 0 END))[1:kk], lambda x, r: x / log2(r + 1))) AS idcg FROM gl),
+v AS (SELECT "user", CASE WHEN dcg > 0 THEN dcg / idcg ELSE 0 END AS v FROM d),
+ga AS (SELECT gs.grp, avg(v.v) AS a FROM (SELECT DISTINCT grp FROM ug) gs LEFT JOIN ug ON ug.grp = gs.grp LEFT JOIN v ON v."user" = ug.u GROUP BY gs.grp)
+SELECT CASE WHEN count(*) FILTER (WHERE x.a IS NULL OR y.a IS NULL) = 0 THEN avg(abs(x.a - y.a)) END AS user_mad_ranking FROM ga x JOIN ga y ON x.grp < y.grp;
+
+CREATE OR REPLACE MACRO item_mad_ranking(recs, item_groups, k, threshold := 1, truth_col := 'truth', group_col := 'group', user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
+WITH gl AS (SELECT "user", l[1:CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error('item_mad_ranking: k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END] AS top, k::BIGINT AS kk, truth FROM (SELECT COLUMNS(lambda c: c = user_col) AS "user", COLUMNS(lambda c: c = rec_col) AS l, COLUMNS(lambda c: c = truth_col) AS truth FROM query_table(recs)) WHERE len(list_filter(map_values(truth), lambda x: x >= threshold)) > 0),
+g AS (SELECT * FROM (SELECT * EXCLUDE (duckrank_rows) FROM (SELECT *, count(*) OVER (PARTITION BY item) AS duckrank_rows FROM (SELECT COLUMNS(lambda c: c = item_col) AS item, COLUMNS(lambda c: c = group_col) AS grp FROM query_table(item_groups))) WHERE CASE WHEN item IS NOT NULL AND duckrank_rows > 1 THEN error('item_mad_ranking: item_groups holds item ' || item::VARCHAR || ' more than once') ELSE true END) WHERE item IS NOT NULL AND grp IS NOT NULL),
+slots AS (SELECT item, coalesce(CASE WHEN map_values(truth)[list_position(map_keys(truth), item)] >= threshold THEN 2 ^ (map_values(truth)[list_position(map_keys(truth), item)] - threshold + 1) - 1 ELSE 0 END, 0) AS gain FROM (SELECT truth, unnest(top) AS item FROM gl) WHERE item IS NOT NULL),
+v AS (SELECT item, sum(gain) / count(*) AS v FROM slots GROUP BY item),
+ga AS (SELECT gs.grp, avg(v.v) AS a FROM (SELECT DISTINCT grp FROM g) gs LEFT JOIN g ON g.grp = gs.grp LEFT JOIN v ON v.item = g.item GROUP BY gs.grp)
+SELECT CASE WHEN count(*) FILTER (WHERE x.a IS NULL OR y.a IS NULL) = 0 THEN avg(abs(x.a - y.a)) END AS item_mad_ranking FROM ga x JOIN ga y ON x.grp < y.grp;
 
 CREATE OR REPLACE MACRO ips_recall(recs, k, propensities := NULL, train := NULL, gamma := 0.0, estimator := 'snips', min_propensity := 0, truth_col := 'truth', propensity_col := 'propensity', user_col := 'user', rec_col := 'rec', item_col := 'item') AS TABLE
 WITH p AS (SELECT item, CASE WHEN p IS NULL OR p <= 0 OR p > 1 THEN error('ips_recall: the propensity of item ' || item::VARCHAR || ' must be in (0, 1], got ' || coalesce(p::VARCHAR, 'NULL')) ELSE p END AS p FROM (SELECT * EXCLUDE (duckrank_rows) FROM (SELECT *, count(*) OVER (PARTITION BY item) AS duckrank_rows FROM (SELECT item, p FROM query(CASE WHEN propensities IS NULL THEN 'SELECT NULL AS item, NULL::DOUBLE AS p LIMIT 0' ELSE 'SELECT ' || '"' || replace(item_col, '"', '""') || '"' || ' AS item, ' || '"' || replace(propensity_col, '"', '""') || '"' || '::DOUBLE AS p FROM ' || 'query_table(''' || replace(propensities, '''', '''''') || ''')' END))) WHERE CASE WHEN item IS NOT NULL AND duckrank_rows > 1 THEN error('ips_recall: propensities holds item ' || item::VARCHAR || ' more than once') ELSE true END) WHERE item IS NOT NULL
@@ -346,6 +624,2685 @@ t AS (SELECT "user", unnest(CASE WHEN coalesce(len(rel), 0) = 0 THEN [NULL] ELSE
 w AS (SELECT t."user", t.item, coalesce(list_position(t.top, t.item), 0) AS pos, CASE WHEN t.item IS NULL THEN NULL WHEN greatest(coalesce(p.p, 0), min_propensity) = 0 THEN error('ips_ndcg: item ' || t.item::VARCHAR || ' of the truth of user ' || t."user"::VARCHAR || ' has no propensity: it is not in ' || CASE WHEN propensities IS NULL THEN 'train (the training interactions the propensities are estimated from)' ELSE 'propensities (the table of propensities)' END || '; give min_propensity to weigh such items') ELSE 1 / greatest(coalesce(p.p, 0), min_propensity) END AS w FROM t LEFT JOIN p ON t.item = p.item),
 a AS (SELECT "user", count(item)::DOUBLE AS n, sum(w) AS sw, coalesce(sum(CASE WHEN pos > 0 THEN w END), 0) AS hits_w, coalesce(sum(CASE WHEN pos > 0 THEN w / log2(pos + 1) END), 0) AS dcg_w FROM w GROUP BY "user")
 SELECT "user", CASE WHEN n = 0 THEN NULL ELSE (dcg_w / list_sum(list_transform(range(1, least(k, n)::BIGINT + 1), lambda j: 1 / log2(j + 1)))) * CASE WHEN estimator = 'snips' THEN n / sw ELSE 1 END END AS ips_ndcg FROM a;
+
+CREATE OR REPLACE MACRO fuse_min(runs, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_min: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score
+  FROM (SELECT * FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_min: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_min: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, value AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, min(value) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_min: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_min: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_max(runs, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_max: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score
+  FROM (SELECT * FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_max: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_max: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, value AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, max(value) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_max: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_max: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_med(runs, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_med: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score
+  FROM (SELECT * FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_med: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_med: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, value AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, median(value) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_med: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_med: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_sum(runs, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_sum: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score
+  FROM (SELECT * FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_sum: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_sum: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, value AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_sum: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_sum: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_anz(runs, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_anz: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score
+  FROM (SELECT * FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_anz: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_anz: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, value AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) / count(*) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_anz: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_anz: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_mnz(runs, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_mnz: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score
+  FROM (SELECT * FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_mnz: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_mnz: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, value AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) * count(*) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_mnz: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_mnz: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_gmnz(runs, gamma, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_gmnz: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN try_cast(gamma AS DOUBLE) IS NULL OR NOT isfinite(try_cast(gamma AS DOUBLE)) THEN error('fuse_gmnz: ' || 'gamma must be a finite number, got ' || coalesce(CAST(gamma AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score
+  FROM (SELECT * FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_gmnz: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_gmnz: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, value AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) * pow(count(*), gamma) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_gmnz: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_gmnz: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_isr(runs, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_isr: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score
+  FROM (SELECT * FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_isr: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_isr: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, 1.0 / (position * position) AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) * count(*) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_isr: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_isr: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_log_isr(runs, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_log_isr: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score
+  FROM (SELECT * FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_log_isr: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_log_isr: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, 1.0 / (position * position) AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) * ln(count(*)) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_log_isr: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_log_isr: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_logn_isr(runs, sigma := 0.01, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_logn_isr: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN try_cast(sigma AS DOUBLE) IS NULL OR NOT isfinite(try_cast(sigma AS DOUBLE)) OR try_cast(sigma AS DOUBLE) < 0.0 OR try_cast(sigma AS DOUBLE) > 1.0 THEN error('fuse_logn_isr: ' || 'sigma must be a finite number in [0, 1], got ' || coalesce(CAST(sigma AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score
+  FROM (SELECT * FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_logn_isr: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_logn_isr: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, 1.0 / (position * position) AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) * ln(count(*) + sigma) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_logn_isr: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_logn_isr: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_rrf(runs, k := 60, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_rrf: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN try_cast(k AS DOUBLE) IS NULL OR NOT isfinite(try_cast(k AS DOUBLE)) OR try_cast(k AS DOUBLE) < 0.0 THEN error('fuse_rrf: ' || 'k must be a finite number >= 0, got ' || coalesce(CAST(k AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score
+  FROM (SELECT * FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_rrf: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_rrf: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, 1.0 / (k + position) AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_rrf: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_rrf: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_rbc(runs, phi, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_rbc: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN try_cast(phi AS DOUBLE) IS NULL OR NOT isfinite(try_cast(phi AS DOUBLE)) OR try_cast(phi AS DOUBLE) < 0.0 OR try_cast(phi AS DOUBLE) > 1.0 THEN error('fuse_rbc: ' || 'phi must be a finite number in [0, 1], got ' || coalesce(CAST(phi AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score
+  FROM (SELECT * FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_rbc: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_rbc: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, (1 - phi) * pow(phi, position - 1) AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_rbc: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_rbc: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_bordafuse(runs, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_bordafuse: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score
+  FROM (SELECT * FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_bordafuse: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_bordafuse: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, (candidates - position + 1) - ((candidates - s_count + 1) / 2) AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system) JOIN duckrank_fusion_candidates USING (query)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_bordafuse: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_absent AS (
+  SELECT query, sum((candidates - s_count + 1) / 2 ORDER BY system) AS absent_total
+  FROM (
+    SELECT c.query, s.system, c.candidates, coalesce(z.s_count, 0) AS s_count
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s CROSS JOIN duckrank_fusion_candidates c
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_ranked
+      GROUP BY ALL) z ON z.system = s.system AND z.query = c.query
+  ) GROUP BY query
+),
+duckrank_fusion_fused AS (
+  SELECT query, item, score + absent_total AS score
+  FROM duckrank_fusion_combined JOIN duckrank_fusion_absent USING (query)
+)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_bordafuse: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_w_bordafuse(runs, weights, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_w_bordafuse: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN weights IS NULL OR len(list_filter(map_values(weights), lambda x: x IS NULL OR NOT isfinite(x))) > 0 THEN error('fuse_w_bordafuse: ' || 'weights must be a MAP from every system name to a finite number, got ' || coalesce(CAST(weights AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_parameters AS (
+  SELECT CAST(unnest(map_keys(weights)) AS VARCHAR) AS system,
+    CAST(unnest(map_values(weights)) AS DOUBLE) AS weight
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score, weight
+  FROM (SELECT *, (SELECT weight FROM duckrank_fusion_parameters pp WHERE pp.system = i.system) AS weight FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_w_bordafuse: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_w_bordafuse: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    WHEN weight IS NULL THEN error('fuse_w_bordafuse: ' || 'weights has no entry for system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ' (it must have one for every system of runs)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position, weight,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, weight, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, weight, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, (SELECT weight FROM duckrank_fusion_parameters pp WHERE pp.system = s.system) AS weight, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value, weight,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, weight, (weight * (candidates - position + 1)) - (weight * (candidates - s_count + 1) / 2) AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system) JOIN duckrank_fusion_candidates USING (query)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_w_bordafuse: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_absent AS (
+  SELECT query, sum(weight * (candidates - s_count + 1) / 2 ORDER BY system) AS absent_total
+  FROM (
+    SELECT c.query, s.system, c.candidates, coalesce(z.s_count, 0) AS s_count, (SELECT weight FROM duckrank_fusion_parameters pp WHERE pp.system = s.system) AS weight
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s CROSS JOIN duckrank_fusion_candidates c
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_ranked
+      GROUP BY ALL) z ON z.system = s.system AND z.query = c.query
+  ) GROUP BY query
+),
+duckrank_fusion_fused AS (
+  SELECT query, item, score + absent_total AS score
+  FROM duckrank_fusion_combined JOIN duckrank_fusion_absent USING (query)
+)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL
+FROM (SELECT unnest(map_keys(weights)) AS name)
+WHERE CASE WHEN CAST(name AS VARCHAR) NOT IN (SELECT system FROM duckrank_fusion_systems)
+  THEN error('fuse_w_bordafuse: ' || 'weights names system ' || coalesce(CAST(name AS VARCHAR), 'NULL') || ', which runs does not have') ELSE false END
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_w_bordafuse: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_condorcet(runs, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_condorcet: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score
+  FROM (SELECT * FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_condorcet: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_condorcet: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    count(DISTINCT item) OVER l AS duckrank_distinct,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE CASE WHEN duckrank_distinct < s_count THEN error('fuse_condorcet: ' || 'runs lists an item more than once for system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL')) ELSE true END
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_items AS (SELECT DISTINCT query, item FROM duckrank_fusion_ranked),
+duckrank_fusion_votes AS (
+  SELECT a.query, a.system, a.item AS x, b.item AS y, 1 AS vote
+  FROM duckrank_fusion_ranked a JOIN duckrank_fusion_ranked b
+    ON a.system = b.system AND a.query = b.query AND a.position < b.position
+  UNION ALL
+  SELECT a.query, a.system, a.item, c.item, 1
+  FROM duckrank_fusion_ranked a JOIN duckrank_fusion_items c ON a.query = c.query
+  WHERE NOT EXISTS (SELECT 1 FROM duckrank_fusion_ranked r
+    WHERE r.system = a.system AND r.query = c.query AND r.item = c.item)
+),
+duckrank_fusion_tally AS (
+  SELECT query, x, y, sum(vote ORDER BY system) AS votes FROM duckrank_fusion_votes
+  GROUP BY query, x, y
+),
+duckrank_fusion_fused AS (
+  SELECT c1.query, c1.item, 1 + coalesce(sum(
+      CASE WHEN coalesce(f.votes, 0) > coalesce(g.votes, 0) THEN 1.0
+        WHEN coalesce(f.votes, 0) = coalesce(g.votes, 0) THEN 0.5 ELSE 0.0 END)
+      FILTER (WHERE c2.item IS NOT NULL), 0)::DOUBLE AS score
+  FROM duckrank_fusion_items c1
+  LEFT JOIN duckrank_fusion_items c2 ON c2.query = c1.query AND c2.item <> c1.item
+  LEFT JOIN duckrank_fusion_tally f ON f.query = c1.query AND f.x = c1.item AND f.y = c2.item
+  LEFT JOIN duckrank_fusion_tally g ON g.query = c1.query AND g.x = c2.item AND g.y = c1.item
+  GROUP BY c1.query, c1.item
+)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_condorcet: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_w_condorcet(runs, weights, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_w_condorcet: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN weights IS NULL OR len(list_filter(map_values(weights), lambda x: x IS NULL OR NOT isfinite(x))) > 0 THEN error('fuse_w_condorcet: ' || 'weights must be a MAP from every system name to a finite number, got ' || coalesce(CAST(weights AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_parameters AS (
+  SELECT CAST(unnest(map_keys(weights)) AS VARCHAR) AS system,
+    CAST(unnest(map_values(weights)) AS DOUBLE) AS weight
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score, weight
+  FROM (SELECT *, (SELECT weight FROM duckrank_fusion_parameters pp WHERE pp.system = i.system) AS weight FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_w_condorcet: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_w_condorcet: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    WHEN weight IS NULL THEN error('fuse_w_condorcet: ' || 'weights has no entry for system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ' (it must have one for every system of runs)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    count(DISTINCT item) OVER l AS duckrank_distinct,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE CASE WHEN duckrank_distinct < s_count THEN error('fuse_w_condorcet: ' || 'runs lists an item more than once for system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL')) ELSE true END
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position, weight,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, weight, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, weight, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, (SELECT weight FROM duckrank_fusion_parameters pp WHERE pp.system = s.system) AS weight, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value, weight,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_items AS (SELECT DISTINCT query, item FROM duckrank_fusion_ranked),
+duckrank_fusion_votes AS (
+  SELECT a.query, a.system, a.item AS x, b.item AS y, a.weight AS vote
+  FROM duckrank_fusion_ranked a JOIN duckrank_fusion_ranked b
+    ON a.system = b.system AND a.query = b.query AND a.position < b.position
+  UNION ALL
+  SELECT a.query, a.system, a.item, c.item, a.weight
+  FROM duckrank_fusion_ranked a JOIN duckrank_fusion_items c ON a.query = c.query
+  WHERE NOT EXISTS (SELECT 1 FROM duckrank_fusion_ranked r
+    WHERE r.system = a.system AND r.query = c.query AND r.item = c.item)
+),
+duckrank_fusion_tally AS (
+  SELECT query, x, y, sum(vote ORDER BY system) AS votes FROM duckrank_fusion_votes
+  GROUP BY query, x, y
+),
+duckrank_fusion_fused AS (
+  SELECT c1.query, c1.item, 1 + coalesce(sum(
+      CASE WHEN coalesce(f.votes, 0) > coalesce(g.votes, 0) THEN 1.0
+        WHEN coalesce(f.votes, 0) = coalesce(g.votes, 0) THEN 0.5 ELSE 0.0 END)
+      FILTER (WHERE c2.item IS NOT NULL), 0)::DOUBLE AS score
+  FROM duckrank_fusion_items c1
+  LEFT JOIN duckrank_fusion_items c2 ON c2.query = c1.query AND c2.item <> c1.item
+  LEFT JOIN duckrank_fusion_tally f ON f.query = c1.query AND f.x = c1.item AND f.y = c2.item
+  LEFT JOIN duckrank_fusion_tally g ON g.query = c1.query AND g.x = c2.item AND g.y = c1.item
+  GROUP BY c1.query, c1.item
+)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL
+FROM (SELECT unnest(map_keys(weights)) AS name)
+WHERE CASE WHEN CAST(name AS VARCHAR) NOT IN (SELECT system FROM duckrank_fusion_systems)
+  THEN error('fuse_w_condorcet: ' || 'weights names system ' || coalesce(CAST(name AS VARCHAR), 'NULL') || ', which runs does not have') ELSE false END
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_w_condorcet: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_wsum(runs, weights, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_wsum: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN weights IS NULL OR len(list_filter(map_values(weights), lambda x: x IS NULL OR NOT isfinite(x))) > 0 THEN error('fuse_wsum: ' || 'weights must be a MAP from every system name to a finite number, got ' || coalesce(CAST(weights AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_parameters AS (
+  SELECT CAST(unnest(map_keys(weights)) AS VARCHAR) AS system,
+    CAST(unnest(map_values(weights)) AS DOUBLE) AS weight
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score, weight
+  FROM (SELECT *, (SELECT weight FROM duckrank_fusion_parameters pp WHERE pp.system = i.system) AS weight FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_wsum: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_wsum: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    WHEN weight IS NULL THEN error('fuse_wsum: ' || 'weights has no entry for system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ' (it must have one for every system of runs)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position, weight,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, weight, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, weight, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, (SELECT weight FROM duckrank_fusion_parameters pp WHERE pp.system = s.system) AS weight, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value, weight,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, weight, weight * value AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_wsum: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL
+FROM (SELECT unnest(map_keys(weights)) AS name)
+WHERE CASE WHEN CAST(name AS VARCHAR) NOT IN (SELECT system FROM duckrank_fusion_systems)
+  THEN error('fuse_wsum: ' || 'weights names system ' || coalesce(CAST(name AS VARCHAR), 'NULL') || ', which runs does not have') ELSE false END
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_wsum: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_wmnz(runs, weights, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_wmnz: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN weights IS NULL OR len(list_filter(map_values(weights), lambda x: x IS NULL OR NOT isfinite(x))) > 0 THEN error('fuse_wmnz: ' || 'weights must be a MAP from every system name to a finite number, got ' || coalesce(CAST(weights AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_parameters AS (
+  SELECT CAST(unnest(map_keys(weights)) AS VARCHAR) AS system,
+    CAST(unnest(map_values(weights)) AS DOUBLE) AS weight
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score, weight
+  FROM (SELECT *, (SELECT weight FROM duckrank_fusion_parameters pp WHERE pp.system = i.system) AS weight FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_wmnz: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_wmnz: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    WHEN weight IS NULL THEN error('fuse_wmnz: ' || 'weights has no entry for system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ' (it must have one for every system of runs)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position, weight,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, weight, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, weight, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, (SELECT weight FROM duckrank_fusion_parameters pp WHERE pp.system = s.system) AS weight, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value, weight,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, weight, value AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) * list_sum(min_by(weight, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_wmnz: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL
+FROM (SELECT unnest(map_keys(weights)) AS name)
+WHERE CASE WHEN CAST(name AS VARCHAR) NOT IN (SELECT system FROM duckrank_fusion_systems)
+  THEN error('fuse_wmnz: ' || 'weights names system ' || coalesce(CAST(name AS VARCHAR), 'NULL') || ', which runs does not have') ELSE false END
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_wmnz: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_mixed(runs, weights, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_mixed: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN weights IS NULL OR len(list_filter(map_values(weights), lambda x: x IS NULL OR NOT isfinite(x))) > 0 THEN error('fuse_mixed: ' || 'weights must be a MAP from every system name to a finite number, got ' || coalesce(CAST(weights AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_parameters AS (
+  SELECT CAST(unnest(map_keys(weights)) AS VARCHAR) AS system,
+    CAST(unnest(map_values(weights)) AS DOUBLE) AS weight
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score, weight
+  FROM (SELECT *, (SELECT weight FROM duckrank_fusion_parameters pp WHERE pp.system = i.system) AS weight FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_mixed: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_mixed: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    WHEN weight IS NULL THEN error('fuse_mixed: ' || 'weights has no entry for system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ' (it must have one for every system of runs)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position, weight,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, weight, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, weight, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, (SELECT weight FROM duckrank_fusion_parameters pp WHERE pp.system = s.system) AS weight, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value, weight,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, weight, value * weight AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) * sqrt(count(*)) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_mixed: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL
+FROM (SELECT unnest(map_keys(weights)) AS name)
+WHERE CASE WHEN CAST(name AS VARCHAR) NOT IN (SELECT system FROM duckrank_fusion_systems)
+  THEN error('fuse_mixed: ' || 'weights names system ' || coalesce(CAST(name AS VARCHAR), 'NULL') || ', which runs does not have') ELSE false END
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_mixed: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_posfuse(runs, probs, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_posfuse: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN probs IS NULL OR len(list_filter(map_values(probs), lambda l: l IS NULL OR len(list_filter(l, lambda x: x IS NULL OR NOT isfinite(x))) > 0)) > 0 THEN error('fuse_posfuse: ' || 'probs must be a MAP from every system name to a LIST of finite numbers, got ' || coalesce(CAST(probs AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_parameters AS (
+  SELECT CAST(unnest(map_keys(probs)) AS VARCHAR) AS system,
+    CAST(unnest(map_values(probs)) AS DOUBLE[]) AS trained
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score, trained
+  FROM (SELECT *, (SELECT trained FROM duckrank_fusion_parameters pp WHERE pp.system = i.system) AS trained FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_posfuse: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_posfuse: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    WHEN trained IS NULL THEN error('fuse_posfuse: ' || 'probs has no entry for system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ' (it must have one for every system of runs)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position, trained,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, trained, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, trained, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, (SELECT trained FROM duckrank_fusion_parameters pp WHERE pp.system = s.system) AS trained, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value, trained,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, trained, coalesce(trained[position], 0) AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_posfuse: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL
+FROM (SELECT unnest(map_keys(probs)) AS name)
+WHERE CASE WHEN CAST(name AS VARCHAR) NOT IN (SELECT system FROM duckrank_fusion_systems)
+  THEN error('fuse_posfuse: ' || 'probs names system ' || coalesce(CAST(name AS VARCHAR), 'NULL') || ', which runs does not have') ELSE false END
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_posfuse: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_probfuse(runs, probs, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_probfuse: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN probs IS NULL OR len(list_filter(map_values(probs), lambda l: l IS NULL OR len(list_filter(l, lambda x: x IS NULL OR NOT isfinite(x))) > 0)) > 0 THEN error('fuse_probfuse: ' || 'probs must be a MAP from every system name to a LIST of finite numbers, got ' || coalesce(CAST(probs AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_parameters AS (
+  SELECT CAST(unnest(map_keys(probs)) AS VARCHAR) AS system,
+    CAST(unnest(map_values(probs)) AS DOUBLE[]) AS trained
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score, trained
+  FROM (SELECT *, (SELECT trained FROM duckrank_fusion_parameters pp WHERE pp.system = i.system) AS trained FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_probfuse: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_probfuse: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    WHEN trained IS NULL THEN error('fuse_probfuse: ' || 'probs has no entry for system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ' (it must have one for every system of runs)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position, trained,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, trained, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, trained, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, (SELECT trained FROM duckrank_fusion_parameters pp WHERE pp.system = s.system) AS trained, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value, trained,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, trained, trained[((position - 1) // CAST(ceil(s_count / len(trained)) AS BIGINT)) + 1] / (((position - 1) // CAST(ceil(s_count / len(trained)) AS BIGINT)) + 1) AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_probfuse: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL
+FROM (SELECT unnest(map_keys(probs)) AS name)
+WHERE CASE WHEN CAST(name AS VARCHAR) NOT IN (SELECT system FROM duckrank_fusion_systems)
+  THEN error('fuse_probfuse: ' || 'probs names system ' || coalesce(CAST(name AS VARCHAR), 'NULL') || ', which runs does not have') ELSE false END
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_probfuse: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_segfuse(runs, probs, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_segfuse: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN probs IS NULL OR len(list_filter(map_values(probs), lambda l: l IS NULL OR len(list_filter(l, lambda x: x IS NULL OR NOT isfinite(x))) > 0)) > 0 THEN error('fuse_segfuse: ' || 'probs must be a MAP from every system name to a LIST of finite numbers, got ' || coalesce(CAST(probs AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_parameters AS (
+  SELECT CAST(unnest(map_keys(probs)) AS VARCHAR) AS system,
+    CAST(unnest(map_values(probs)) AS DOUBLE[]) AS trained
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score, trained
+  FROM (SELECT *, (SELECT trained FROM duckrank_fusion_parameters pp WHERE pp.system = i.system) AS trained FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_segfuse: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_segfuse: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    WHEN trained IS NULL THEN error('fuse_segfuse: ' || 'probs has no entry for system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ' (it must have one for every system of runs)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position, trained,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, trained, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, trained, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, (SELECT trained FROM duckrank_fusion_parameters pp WHERE pp.system = s.system) AS trained, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value, trained,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, trained, CASE WHEN len(list_filter([5, 15, 35, 75, 155, 315, 635, 1275, 2555, 5115], lambda e: e <= position - 1)) < 10 THEN trained[len(list_filter([5, 15, 35, 75, 155, 315, 635, 1275, 2555, 5115], lambda e: e <= position - 1)) + 1] * (value + 1) ELSE 0 END AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_segfuse: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL
+FROM (SELECT unnest(map_keys(probs)) AS name)
+WHERE CASE WHEN CAST(name AS VARCHAR) NOT IN (SELECT system FROM duckrank_fusion_systems)
+  THEN error('fuse_segfuse: ' || 'probs names system ' || coalesce(CAST(name AS VARCHAR), 'NULL') || ', which runs does not have') ELSE false END
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_segfuse: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_slidefuse(runs, probs, w, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_slidefuse: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN try_cast(w AS DOUBLE) IS NULL OR NOT isfinite(try_cast(w AS DOUBLE)) OR try_cast(w AS DOUBLE) <> floor(try_cast(w AS DOUBLE)) OR try_cast(w AS DOUBLE) < 0.0 THEN error('fuse_slidefuse: ' || 'w must be a whole number >= 0, got ' || coalesce(CAST(w AS VARCHAR), 'NULL'))
+    WHEN probs IS NULL OR len(list_filter(map_values(probs), lambda l: l IS NULL OR len(list_filter(l, lambda x: x IS NULL OR NOT isfinite(x))) > 0)) > 0 THEN error('fuse_slidefuse: ' || 'probs must be a MAP from every system name to a LIST of finite numbers, got ' || coalesce(CAST(probs AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_parameters AS (
+  SELECT CAST(unnest(map_keys(probs)) AS VARCHAR) AS system,
+    CAST(unnest(map_values(probs)) AS DOUBLE[]) AS trained
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score, trained
+  FROM (SELECT *, (SELECT trained FROM duckrank_fusion_parameters pp WHERE pp.system = i.system) AS trained FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_slidefuse: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_slidefuse: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    WHEN trained IS NULL THEN error('fuse_slidefuse: ' || 'probs has no entry for system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ' (it must have one for every system of runs)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position, trained,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, trained, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, trained, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, (SELECT trained FROM duckrank_fusion_parameters pp WHERE pp.system = s.system) AS trained, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value, trained,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, trained, coalesce(list_sum(trained[greatest(position - 1 - w, 0) + 1:least(position - 1 + w, s_count - 1) + 1]), 0) / (least(position - 1 + w, s_count - 1) - greatest(position - 1 - w, 0) + 1) AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_slidefuse: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL
+FROM (SELECT unnest(map_keys(probs)) AS name)
+WHERE CASE WHEN CAST(name AS VARCHAR) NOT IN (SELECT system FROM duckrank_fusion_systems)
+  THEN error('fuse_slidefuse: ' || 'probs names system ' || coalesce(CAST(name AS VARCHAR), 'NULL') || ', which runs does not have') ELSE false END
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_slidefuse: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_bayesfuse(runs, log_odds, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_bayesfuse: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN log_odds IS NULL OR len(list_filter(map_values(log_odds), lambda l: l IS NULL OR len(list_filter(l, lambda x: x IS NULL OR NOT isfinite(x))) > 0)) > 0 THEN error('fuse_bayesfuse: ' || 'log_odds must be a MAP from every system name to a LIST of finite numbers, got ' || coalesce(CAST(log_odds AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_parameters AS (
+  SELECT CAST(unnest(map_keys(log_odds)) AS VARCHAR) AS system,
+    CAST(unnest(map_values(log_odds)) AS DOUBLE[]) AS trained
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score, trained
+  FROM (SELECT *, (SELECT trained FROM duckrank_fusion_parameters pp WHERE pp.system = i.system) AS trained FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_bayesfuse: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_bayesfuse: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    WHEN trained IS NULL THEN error('fuse_bayesfuse: ' || 'log_odds has no entry for system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ' (it must have one for every system of runs)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position, trained,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, trained, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, trained, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, (SELECT trained FROM duckrank_fusion_parameters pp WHERE pp.system = s.system) AS trained, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value, trained,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, trained, coalesce(trained[position], ln(0.001 / 0.999)) AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) + (any_value(systems) - count(*)) * ln(0.001 / 0.999) AS score FROM duckrank_fusion_values, (SELECT count(DISTINCT system) AS systems FROM duckrank_fusion_rows) GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_bayesfuse: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL
+FROM (SELECT unnest(map_keys(log_odds)) AS name)
+WHERE CASE WHEN CAST(name AS VARCHAR) NOT IN (SELECT system FROM duckrank_fusion_systems)
+  THEN error('fuse_bayesfuse: ' || 'log_odds names system ' || coalesce(CAST(name AS VARCHAR), 'NULL') || ', which runs does not have') ELSE false END
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_bayesfuse: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO fuse_mapfuse(runs, map_scores, norm := 'min-max') AS TABLE
+WITH duckrank_fusion_checks AS (
+  SELECT CASE
+    WHEN norm IS NULL OR CAST(norm AS VARCHAR) NOT IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda', 'none') THEN error('fuse_mapfuse: ' || 'norm must be one of ''min-max'', ''min-max-inverted'', ''max'', ''sum'', ''zmuv'', ''rank'', ''borda'', ''none'', got ' || coalesce('''' || CAST(norm AS VARCHAR) || '''', 'NULL'))
+    WHEN map_scores IS NULL OR len(list_filter(map_values(map_scores), lambda x: x IS NULL OR NOT isfinite(x))) > 0 THEN error('fuse_mapfuse: ' || 'map_scores must be a MAP from every system name to a finite number, got ' || coalesce(CAST(map_scores AS VARCHAR), 'NULL'))
+    ELSE true END AS ok
+),
+duckrank_fusion_parameters AS (
+  SELECT CAST(unnest(map_keys(map_scores)) AS VARCHAR) AS system,
+    CAST(unnest(map_values(map_scores)) AS DOUBLE) AS trained
+),
+duckrank_fusion_input AS (
+  SELECT CAST(system AS VARCHAR) AS system, query, item, score AS duckrank_given,
+    TRY_CAST(score AS DOUBLE) AS score
+  FROM query_table(runs)
+),
+duckrank_fusion_rows AS (
+  SELECT system, query, item, score, trained
+  FROM (SELECT *, (SELECT trained FROM duckrank_fusion_parameters pp WHERE pp.system = i.system) AS trained FROM duckrank_fusion_input i)
+  WHERE CASE
+    WHEN system IS NULL OR query IS NULL OR item IS NULL THEN error('fuse_mapfuse: ' || 'runs has a row with a NULL system, query or item (' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ')')
+    WHEN score IS NULL OR NOT isfinite(score) THEN error('fuse_mapfuse: ' || 'runs has the score ' || coalesce(CAST(duckrank_given AS VARCHAR), 'NULL') || ' for ' || 'system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ', query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ', item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || '; scores must be finite numbers (leave out the items a system did not score)')
+    WHEN trained IS NULL THEN error('fuse_mapfuse: ' || 'map_scores has no entry for system ' || coalesce(CAST(system AS VARCHAR), 'NULL') || ' (it must have one for every system of runs)')
+    ELSE true END
+),
+duckrank_fusion_systems AS (
+  SELECT system, row_number() OVER (ORDER BY system) - 1 AS system_number
+  FROM (SELECT DISTINCT system FROM duckrank_fusion_rows)
+),
+duckrank_fusion_list_stats AS (
+  SELECT system, query, min(score) AS s_min, max(score) AS s_max, sum(score) AS s_sum,
+    avg(score) AS s_mean, stddev_pop(score) AS s_sd, count(*) AS s_count
+  FROM duckrank_fusion_rows GROUP BY system, query
+),
+duckrank_fusion_lists AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY system, query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS position
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_list_stats USING (system, query)
+  WINDOW l AS (PARTITION BY system, query)
+),
+duckrank_fusion_checked_lists AS (
+  SELECT * FROM duckrank_fusion_lists WHERE true
+),
+duckrank_fusion_candidates AS (
+  SELECT query, count(DISTINCT item) AS candidates FROM duckrank_fusion_rows GROUP BY query
+),
+duckrank_fusion_normalised AS (
+  SELECT system, query, item, score, s_count, position, trained,
+    CASE CAST(norm AS VARCHAR)
+      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'max' THEN score / greatest(s_max, 1e-9)
+      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
+      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'rank' THEN 1 - (position - 1) / s_count
+      WHEN 'none' THEN score
+    END AS value
+  FROM duckrank_fusion_checked_lists WHERE CAST(norm AS VARCHAR) <> 'borda'
+  UNION ALL
+  SELECT system, query, item, score, s_count, position, trained, CASE WHEN score IS NULL THEN 0.5 - (s_count - 1) / (2 * candidates) ELSE 1 - (position - 1) / candidates END AS value
+  FROM (
+    SELECT system, query, item, score, s_count, position, trained, candidates
+    FROM duckrank_fusion_checked_lists JOIN duckrank_fusion_candidates USING (query)
+    WHERE CAST(norm AS VARCHAR) = 'borda'
+    UNION ALL
+    SELECT s.system, i.query, i.item, NULL, coalesce(z.s_count, 0), NULL, (SELECT trained FROM duckrank_fusion_parameters pp WHERE pp.system = s.system) AS trained, c.candidates
+    FROM (SELECT DISTINCT system FROM duckrank_fusion_rows) s
+    CROSS JOIN (SELECT DISTINCT query, item FROM duckrank_fusion_rows) i
+    JOIN duckrank_fusion_candidates c ON c.query = i.query
+    LEFT JOIN (SELECT system, query, count(*) AS s_count FROM duckrank_fusion_rows GROUP BY ALL) z
+      ON z.system = s.system AND z.query = i.query
+    WHERE CAST(norm AS VARCHAR) = 'borda' AND NOT EXISTS (
+      SELECT 1 FROM duckrank_fusion_rows r
+      WHERE r.system = s.system AND r.query = i.query AND r.item = i.item)
+  )
+),
+duckrank_fusion_ranked AS (
+  SELECT system, query, item, score, value, trained,
+    CASE WHEN CAST(norm AS VARCHAR) IN ('min-max-inverted', 'borda')
+      THEN row_number() OVER (PARTITION BY system, query ORDER BY value DESC, score DESC NULLS LAST, CAST(item AS VARCHAR) DESC)
+      ELSE position END AS position,
+    CASE WHEN CAST(norm AS VARCHAR) = 'borda'
+      THEN count(*) OVER (PARTITION BY system, query) ELSE s_count END AS s_count
+  FROM duckrank_fusion_normalised
+),
+duckrank_fusion_values AS (
+  SELECT query, item, system, system_number, trained, trained / position AS value
+  FROM duckrank_fusion_ranked JOIN duckrank_fusion_systems USING (system)
+),
+duckrank_fusion_combined AS (
+  SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
+  HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_mapfuse: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
+),
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+SELECT query, item, score,
+  row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
+FROM duckrank_fusion_fused
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
+UNION ALL
+SELECT NULL, NULL, NULL, NULL
+FROM (SELECT unnest(map_keys(map_scores)) AS name)
+WHERE CASE WHEN CAST(name AS VARCHAR) NOT IN (SELECT system FROM duckrank_fusion_systems)
+  THEN error('fuse_mapfuse: ' || 'map_scores names system ' || coalesce(CAST(name AS VARCHAR), 'NULL') || ', which runs does not have') ELSE false END
+UNION ALL
+SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_systems
+WHERE CASE WHEN system_number >= 128 THEN error('fuse_mapfuse: ' || 'runs holds ' || (system_number + 1) || ' systems; at most 128 can be fused') ELSE false END;
+
+CREATE OR REPLACE MACRO dm(v_hat) AS avg((CASE WHEN abs(CAST(v_hat AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(v_hat AS DOUBLE) ELSE error('dm: v_hat must be a finite number, got ' || coalesce(CAST(v_hat AS STRING), 'NULL')) END));
+
+COMMENT ON MACRO dm IS 'The direct method: the reward model''s value of the evaluation policy. mean over rounds of v_hat_i.';
+
+CREATE OR REPLACE MACRO ips(reward, pscore, action_prob, lambda_ := CAST('inf' AS DOUBLE)) AS CASE WHEN (lambda_ >= 0.0 AND NOT isnan(lambda_)) THEN avg(least(((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('ips: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('ips: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)), lambda_) * (CASE WHEN abs(CAST(reward AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(reward AS DOUBLE) ELSE error('ips: reward must be a finite number, got ' || coalesce(CAST(reward AS STRING), 'NULL')) END)) ELSE error('ips: lambda_ must be a number in [0.0, infinity], got ' || coalesce(CAST(lambda_ AS STRING), 'NULL')) END;
+
+COMMENT ON MACRO ips IS 'Inverse propensity scoring (obp''s IPW), with obp''s optional weight clipping. mean over rounds of min(w_i, lambda_) r_i.';
+
+CREATE OR REPLACE MACRO snips(reward, pscore, action_prob) AS sum(((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('snips: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('snips: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) * (CASE WHEN abs(CAST(reward AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(reward AS DOUBLE) ELSE error('snips: reward must be a finite number, got ' || coalesce(CAST(reward AS STRING), 'NULL')) END)) / nullif(sum(((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('snips: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('snips: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END))), 0);
+
+COMMENT ON MACRO snips IS 'Self-normalised inverse propensity scoring (obp''s SNIPW): the weights rescaled to mean 1. sum over rounds of w_i r_i / sum over rounds of w_i (obp: mean of w_i r_i / mean(w)); no clipping (obp''s SNIPW ignores lambda_).';
+
+CREATE OR REPLACE MACRO dr(reward, pscore, action_prob, q_hat, v_hat, lambda_ := CAST('inf' AS DOUBLE)) AS CASE WHEN (lambda_ >= 0.0 AND NOT isnan(lambda_)) THEN avg((CASE WHEN abs(CAST(v_hat AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(v_hat AS DOUBLE) ELSE error('dr: v_hat must be a finite number, got ' || coalesce(CAST(v_hat AS STRING), 'NULL')) END) + least(((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('dr: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('dr: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)), lambda_) * ((CASE WHEN abs(CAST(reward AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(reward AS DOUBLE) ELSE error('dr: reward must be a finite number, got ' || coalesce(CAST(reward AS STRING), 'NULL')) END) - (CASE WHEN abs(CAST(q_hat AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(q_hat AS DOUBLE) ELSE error('dr: q_hat must be a finite number, got ' || coalesce(CAST(q_hat AS STRING), 'NULL')) END))) ELSE error('dr: lambda_ must be a number in [0.0, infinity], got ' || coalesce(CAST(lambda_ AS STRING), 'NULL')) END;
+
+COMMENT ON MACRO dr IS 'Doubly robust: the direct method corrected by the weighted residuals of the logged actions, with obp''s optional weight clipping. mean over rounds of v_hat_i + min(w_i, lambda_) (r_i - q_hat_i).';
+
+CREATE OR REPLACE MACRO sndr(reward, pscore, action_prob, q_hat, v_hat) AS avg((CASE WHEN abs(CAST(v_hat AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(v_hat AS DOUBLE) ELSE error('sndr: v_hat must be a finite number, got ' || coalesce(CAST(v_hat AS STRING), 'NULL')) END)) + sum(((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('sndr: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('sndr: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) * ((CASE WHEN abs(CAST(reward AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(reward AS DOUBLE) ELSE error('sndr: reward must be a finite number, got ' || coalesce(CAST(reward AS STRING), 'NULL')) END) - (CASE WHEN abs(CAST(q_hat AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(q_hat AS DOUBLE) ELSE error('sndr: q_hat must be a finite number, got ' || coalesce(CAST(q_hat AS STRING), 'NULL')) END))) / nullif(sum(((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('sndr: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('sndr: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END))), 0);
+
+COMMENT ON MACRO sndr IS 'Self-normalised doubly robust: DR with the weights rescaled to mean 1. mean of v_hat_i + sum of w_i (r_i - q_hat_i) / sum of w_i (obp: the mean over rounds of v_hat_i + w_i (r_i - q_hat_i) / mean(w)); no clipping (obp''s SNDR ignores lambda_).';
+
+CREATE OR REPLACE MACRO switch_dr(reward, pscore, action_prob, q_hat, v_hat, lambda_ := CAST('inf' AS DOUBLE)) AS CASE WHEN (lambda_ >= 0.0 AND NOT isnan(lambda_)) THEN avg((CASE WHEN abs(CAST(v_hat AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(v_hat AS DOUBLE) ELSE error('switch_dr: v_hat must be a finite number, got ' || coalesce(CAST(v_hat AS STRING), 'NULL')) END) + (CASE WHEN ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('switch_dr: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('switch_dr: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) <= lambda_ THEN ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('switch_dr: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('switch_dr: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) ELSE 0.0 END) * ((CASE WHEN abs(CAST(reward AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(reward AS DOUBLE) ELSE error('switch_dr: reward must be a finite number, got ' || coalesce(CAST(reward AS STRING), 'NULL')) END) - (CASE WHEN abs(CAST(q_hat AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(q_hat AS DOUBLE) ELSE error('switch_dr: q_hat must be a finite number, got ' || coalesce(CAST(q_hat AS STRING), 'NULL')) END))) ELSE error('switch_dr: lambda_ must be a number in [0.0, infinity], got ' || coalesce(CAST(lambda_ AS STRING), 'NULL')) END;
+
+COMMENT ON MACRO switch_dr IS 'Switch-DR: DR in rounds whose weight is at most lambda_, the direct method in the others. mean over rounds of v_hat_i + [w_i <= lambda_] w_i (r_i - q_hat_i).';
+
+CREATE OR REPLACE MACRO dr_os(reward, pscore, action_prob, q_hat, v_hat, lambda_ := 0.0) AS CASE WHEN (lambda_ >= 0.0 AND NOT isnan(lambda_)) THEN avg((CASE WHEN abs(CAST(v_hat AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(v_hat AS DOUBLE) ELSE error('dr_os: v_hat must be a finite number, got ' || coalesce(CAST(v_hat AS STRING), 'NULL')) END) + (CASE WHEN lambda_ = CAST('inf' AS DOUBLE) THEN ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('dr_os: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('dr_os: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) WHEN ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('dr_os: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('dr_os: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) = 0 THEN 0.0 ELSE lambda_ * ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('dr_os: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('dr_os: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) / (((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('dr_os: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('dr_os: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) * ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('dr_os: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('dr_os: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) + lambda_) END) * ((CASE WHEN abs(CAST(reward AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(reward AS DOUBLE) ELSE error('dr_os: reward must be a finite number, got ' || coalesce(CAST(reward AS STRING), 'NULL')) END) - (CASE WHEN abs(CAST(q_hat AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(q_hat AS DOUBLE) ELSE error('dr_os: q_hat must be a finite number, got ' || coalesce(CAST(q_hat AS STRING), 'NULL')) END))) ELSE error('dr_os: lambda_ must be a number in [0.0, infinity], got ' || coalesce(CAST(lambda_ AS STRING), 'NULL')) END;
+
+COMMENT ON MACRO dr_os IS 'DR with optimistic shrinkage of the weights. mean over rounds of v_hat_i + w''_i (r_i - q_hat_i), w''_i = lambda_ w_i / (w_i^2 + lambda_) (w''_i = w_i when lambda_ is infinite; w''_i = 0 when w_i = 0, where obp''s 0 / 0 gives NaN at lambda_ = 0).';
+
+CREATE OR REPLACE MACRO sg_ips(reward, pscore, action_prob, lambda_ := 0.0) AS CASE WHEN (lambda_ >= 0.0 AND lambda_ <= 1.0 AND NOT isnan(lambda_)) THEN avg((CASE WHEN ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('sg_ips: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('sg_ips: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) = 0 THEN 0.0 ELSE ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('sg_ips: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('sg_ips: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) / (1 - lambda_ + lambda_ * ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('sg_ips: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('sg_ips: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END))) END) * (CASE WHEN abs(CAST(reward AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(reward AS DOUBLE) ELSE error('sg_ips: reward must be a finite number, got ' || coalesce(CAST(reward AS STRING), 'NULL')) END)) ELSE error('sg_ips: lambda_ must be a number in [0.0, 1.0], got ' || coalesce(CAST(lambda_ AS STRING), 'NULL')) END;
+
+COMMENT ON MACRO sg_ips IS 'Sub-Gaussian IPS: the weights corrected by a power mean. mean over rounds of w''_i r_i, w''_i = w_i / (1 - lambda_ + lambda_ w_i) (w''_i = 0 when w_i = 0, where obp''s 0 / 0 gives NaN at lambda_ = 1).';
+
+CREATE OR REPLACE MACRO sg_dr(reward, pscore, action_prob, q_hat, v_hat, lambda_ := 0.0) AS CASE WHEN (lambda_ >= 0.0 AND lambda_ <= 1.0 AND NOT isnan(lambda_)) THEN avg((CASE WHEN abs(CAST(v_hat AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(v_hat AS DOUBLE) ELSE error('sg_dr: v_hat must be a finite number, got ' || coalesce(CAST(v_hat AS STRING), 'NULL')) END) + (CASE WHEN ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('sg_dr: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('sg_dr: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) = 0 THEN 0.0 ELSE ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('sg_dr: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('sg_dr: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) / (1 - lambda_ + lambda_ * ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('sg_dr: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('sg_dr: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END))) END) * ((CASE WHEN abs(CAST(reward AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(reward AS DOUBLE) ELSE error('sg_dr: reward must be a finite number, got ' || coalesce(CAST(reward AS STRING), 'NULL')) END) - (CASE WHEN abs(CAST(q_hat AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(q_hat AS DOUBLE) ELSE error('sg_dr: q_hat must be a finite number, got ' || coalesce(CAST(q_hat AS STRING), 'NULL')) END))) ELSE error('sg_dr: lambda_ must be a number in [0.0, 1.0], got ' || coalesce(CAST(lambda_ AS STRING), 'NULL')) END;
+
+COMMENT ON MACRO sg_dr IS 'Sub-Gaussian DR: DR with the power-mean corrected weights of sg_ips. mean over rounds of v_hat_i + w''_i (r_i - q_hat_i), w''_i as in sg_ips.';
+
+CREATE OR REPLACE MACRO ope_ess(pscore, action_prob) AS pow(sum(((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('ope_ess: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('ope_ess: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END))), 2) / nullif(sum(((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('ope_ess: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('ope_ess: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) * ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('ope_ess: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('ope_ess: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END))), 0);
+
+COMMENT ON MACRO ope_ess IS 'The effective sample size of the importance weights (Kish''s). (sum of w_i)^2 / sum of w_i^2: n when every weight is equal, 1 when one round carries all the weight.';
+
+CREATE OR REPLACE MACRO ope_support(pscore, action_prob) AS avg(CASE WHEN ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('ope_support: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('ope_support: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) > 0 THEN 1.0 ELSE 0.0 END);
+
+COMMENT ON MACRO ope_support IS 'The share of the logged rounds whose action the evaluation policy can take. (rounds with pi_e(a_i | x_i) > 0) / rounds.';
+
+CREATE OR REPLACE MACRO ope_max_weight(pscore, action_prob) AS max(((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('ope_max_weight: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('ope_max_weight: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)));
+
+COMMENT ON MACRO ope_max_weight IS 'The largest importance weight. max over rounds of w_i.';
+
+CREATE OR REPLACE MACRO ope_mean_weight(pscore, action_prob) AS avg(((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('ope_mean_weight: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('ope_mean_weight: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)));
+
+COMMENT ON MACRO ope_mean_weight IS 'The mean importance weight, the self-normalised estimators'' denominator: near 1 when the propensities are right and the logging policy covers the evaluation policy. mean over rounds of w_i (its expectation under the logging policy is the evaluation policy''s probability of the actions the logging policy can take: 1 with full support).';
+
+CREATE OR REPLACE MACRO slate_standard_ips(slate_id, reward, pscore, action_prob) AS CASE WHEN count(DISTINCT ((CASE WHEN slate_id IS NOT NULL THEN slate_id ELSE error('slate_standard_ips: slate_id must be not NULL, got ' || coalesce(CAST(slate_id AS STRING), 'NULL')) END), pscore)) <> count(DISTINCT (CASE WHEN slate_id IS NOT NULL THEN slate_id ELSE error('slate_standard_ips: slate_id must be not NULL, got ' || coalesce(CAST(slate_id AS STRING), 'NULL')) END)) THEN error('slate_standard_ips: pscore must be the same on every row of a slate (the slate''s probability)') WHEN count(DISTINCT ((CASE WHEN slate_id IS NOT NULL THEN slate_id ELSE error('slate_standard_ips: slate_id must be not NULL, got ' || coalesce(CAST(slate_id AS STRING), 'NULL')) END), action_prob)) <> count(DISTINCT (CASE WHEN slate_id IS NOT NULL THEN slate_id ELSE error('slate_standard_ips: slate_id must be not NULL, got ' || coalesce(CAST(slate_id AS STRING), 'NULL')) END)) THEN error('slate_standard_ips: action_prob must be the same on every row of a slate (the slate''s probability)') ELSE sum((CASE WHEN abs(CAST(reward AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(reward AS DOUBLE) ELSE error('slate_standard_ips: reward must be a finite number, got ' || coalesce(CAST(reward AS STRING), 'NULL')) END) * ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('slate_standard_ips: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('slate_standard_ips: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END))) / count(DISTINCT (CASE WHEN slate_id IS NOT NULL THEN slate_id ELSE error('slate_standard_ips: slate_id must be not NULL, got ' || coalesce(CAST(slate_id AS STRING), 'NULL')) END)) END;
+
+COMMENT ON MACRO slate_standard_ips IS 'Standard IPS over whole slates: every position weighted by the slate''s probability ratio. sum over rows of r_{s,l} action_prob_{s,l} / pscore_{s,l}, divided by the number of distinct slates.';
+
+CREATE OR REPLACE MACRO slate_independent_ips(slate_id, reward, pscore, action_prob) AS sum((CASE WHEN abs(CAST(reward AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(reward AS DOUBLE) ELSE error('slate_independent_ips: reward must be a finite number, got ' || coalesce(CAST(reward AS STRING), 'NULL')) END) * ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('slate_independent_ips: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('slate_independent_ips: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END))) / count(DISTINCT (CASE WHEN slate_id IS NOT NULL THEN slate_id ELSE error('slate_independent_ips: slate_id must be not NULL, got ' || coalesce(CAST(slate_id AS STRING), 'NULL')) END));
+
+COMMENT ON MACRO slate_independent_ips IS 'Independent IPS: each position weighted by the ratio of its item''s marginal probabilities at that position (assumes position-wise independent rewards). sum over rows of r_{s,l} action_prob_{s,l} / pscore_{s,l}, divided by the number of distinct slates.';
+
+CREATE OR REPLACE MACRO slate_reward_interaction_ips(slate_id, reward, pscore, action_prob) AS sum((CASE WHEN abs(CAST(reward AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(reward AS DOUBLE) ELSE error('slate_reward_interaction_ips: reward must be a finite number, got ' || coalesce(CAST(reward AS STRING), 'NULL')) END) * ((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('slate_reward_interaction_ips: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('slate_reward_interaction_ips: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END))) / count(DISTINCT (CASE WHEN slate_id IS NOT NULL THEN slate_id ELSE error('slate_reward_interaction_ips: slate_id must be not NULL, got ' || coalesce(CAST(slate_id AS STRING), 'NULL')) END));
+
+COMMENT ON MACRO slate_reward_interaction_ips IS 'Reward-interaction IPS: each position weighted by the ratio of the cascade probabilities of the items down to it (assumes the cascade model). sum over rows of r_{s,l} action_prob_{s,l} / pscore_{s,l}, divided by the number of distinct slates.';
+
+CREATE OR REPLACE MACRO slate_cascade_dr(slate_id, reward, pscore, action_prob, prev_pscore, prev_action_prob, q_hat, v_hat) AS sum(((CASE WHEN CAST(action_prob AS DOUBLE) >= 0 AND CAST(action_prob AS DOUBLE) <= 1 THEN CAST(action_prob AS DOUBLE) ELSE error('slate_cascade_dr: action_prob must be in [0, 1], got ' || coalesce(CAST(action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(pscore AS DOUBLE) > 0 AND CAST(pscore AS DOUBLE) <= 1 THEN CAST(pscore AS DOUBLE) ELSE error('slate_cascade_dr: pscore must be in (0, 1], got ' || coalesce(CAST(pscore AS STRING), 'NULL')) END)) * ((CASE WHEN abs(CAST(reward AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(reward AS DOUBLE) ELSE error('slate_cascade_dr: reward must be a finite number, got ' || coalesce(CAST(reward AS STRING), 'NULL')) END) - (CASE WHEN abs(CAST(q_hat AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(q_hat AS DOUBLE) ELSE error('slate_cascade_dr: q_hat must be a finite number, got ' || coalesce(CAST(q_hat AS STRING), 'NULL')) END)) + ((CASE WHEN CAST(prev_action_prob AS DOUBLE) >= 0 AND CAST(prev_action_prob AS DOUBLE) <= 1 THEN CAST(prev_action_prob AS DOUBLE) ELSE error('slate_cascade_dr: prev_action_prob must be in [0, 1], got ' || coalesce(CAST(prev_action_prob AS STRING), 'NULL')) END) / (CASE WHEN CAST(prev_pscore AS DOUBLE) > 0 AND CAST(prev_pscore AS DOUBLE) <= 1 THEN CAST(prev_pscore AS DOUBLE) ELSE error('slate_cascade_dr: prev_pscore must be in (0, 1], got ' || coalesce(CAST(prev_pscore AS STRING), 'NULL')) END)) * (CASE WHEN abs(CAST(v_hat AS DOUBLE)) < CAST('inf' AS DOUBLE) THEN CAST(v_hat AS DOUBLE) ELSE error('slate_cascade_dr: v_hat must be a finite number, got ' || coalesce(CAST(v_hat AS STRING), 'NULL')) END)) / count(DISTINCT (CASE WHEN slate_id IS NOT NULL THEN slate_id ELSE error('slate_cascade_dr: slate_id must be not NULL, got ' || coalesce(CAST(slate_id AS STRING), 'NULL')) END));
+
+COMMENT ON MACRO slate_cascade_dr IS 'Cascade doubly robust: RIPS with a reward model as control variate, position by position. sum over rows of w_{s,l} (r_{s,l} - q_hat_{s,l}) + w_{s,l-1} v_hat_{s,l}, w = action_prob / pscore and w_{s,0} = prev_action_prob / prev_pscore = 1, divided by the number of distinct slates.';
 
 CREATE OR REPLACE MACRO precision_at(rec, truth, k := 'all', denominator := 'returned') AS CASE WHEN denominator::VARCHAR IS NULL OR denominator::VARCHAR NOT IN ('returned', 'k') THEN error('precision_at: denominator must be one of ''returned'', ''k'', got ' || coalesce(denominator::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('precision_at', rec, k) IS NULL THEN NULL ELSE CASE WHEN duckrank_id_pair('precision_at', rec, truth) <> 'as is' THEN list_transform([duckrank_converted_match('precision_at', rec, truth, duckrank_cutoff('precision_at', rec, k))], lambda m: len(m.pos) / CASE WHEN denominator::VARCHAR = 'k' THEN (nullif(m.cut, 0)) ELSE (nullif(m.K, 0)) END)[1] ELSE list_transform([(CASE WHEN (len(truth) > 256 AND 35000 * (least(duckrank_cutoff('precision_at', rec, k), coalesce(len(rec), 0)) + len(truth)) < len(truth) * (5000 + 47 * len(rec) + 9 * len(truth)) AND 35000 * (least(duckrank_cutoff('precision_at', rec, k), coalesce(len(rec), 0)) + len(truth)) < 15000 + 1900 * len(truth) + least(duckrank_cutoff('precision_at', rec, k), coalesce(len(rec), 0)) * (900 + 105 * len(truth)) + 9 * len(truth) * len(truth)) THEN list_transform([list_sort(list_transform(list_concat(truth, rec[1:least(duckrank_cutoff('precision_at', rec, k), coalesce(len(rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(truth) THEN 0 ELSE i - len(truth) END}))], lambda s: struct_pack(K := least(duckrank_cutoff('precision_at', rec, k), coalesce(len(rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), cut := duckrank_cutoff('precision_at', rec, k)))[1] WHEN least(duckrank_cutoff('precision_at', rec, k), coalesce(len(rec), 0)) * (10 + len(truth)) * 2 <= len(truth) * (60 + len(rec)) THEN struct_pack(K := least(duckrank_cutoff('precision_at', rec, k), coalesce(len(rec), 0)), pos := list_filter(range(1, least(duckrank_cutoff('precision_at', rec, k), coalesce(len(rec), 0)) + 1), lambda i: CASE WHEN list_contains(truth, rec[i]) THEN list_position(rec, rec[i]) = i ELSE false END), cut := duckrank_cutoff('precision_at', rec, k)) ELSE list_transform([struct_pack(K := least(duckrank_cutoff('precision_at', rec, k), coalesce(len(rec), 0)), cut := duckrank_cutoff('precision_at', rec, k), located := list_transform(truth, lambda t, j: CASE WHEN t IS NULL OR list_position(truth, t) <> j THEN NULL ELSE coalesce(list_position(rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), cut := s.cut))[1] END)], lambda m: len(m.pos) / CASE WHEN denominator::VARCHAR = 'k' THEN (nullif(m.cut, 0)) ELSE (nullif(m.K, 0)) END)[1] END END,
   (rec, truth MAP(VARCHAR, DOUBLE), k := 'all', denominator := 'returned', min_grade := NULL) AS CASE WHEN denominator::VARCHAR IS NULL OR denominator::VARCHAR NOT IN ('returned', 'k') THEN error('precision_at: denominator must be one of ''returned'', ''k'', got ' || coalesce(denominator::VARCHAR, 'NULL')) WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('precision_at: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('precision_at', rec, k) IS NULL THEN NULL WHEN len(list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('precision_at' || ': the grade of item ' || (list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(rec := CAST(rec AS VARCHAR[]), truth := list_transform(list_filter(map_entries(truth), lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), cut := duckrank_cutoff('precision_at', rec, k))], lambda r: list_transform([(CASE WHEN (len(r.truth) > 256 AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < len(r.truth) * (5000 + 47 * len(r.rec) + 9 * len(r.truth)) AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < 15000 + 1900 * len(r.truth) + least(r.cut, coalesce(len(r.rec), 0)) * (900 + 105 * len(r.truth)) + 9 * len(r.truth) * len(r.truth)) THEN list_transform([list_sort(list_transform(list_concat(r.truth, r.rec[1:least(r.cut, coalesce(len(r.rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(r.truth) THEN 0 ELSE i - len(r.truth) END}))], lambda s: struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), cut := r.cut))[1] WHEN least(r.cut, coalesce(len(r.rec), 0)) * (10 + len(r.truth)) * 2 <= len(r.truth) * (60 + len(r.rec)) THEN struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_filter(range(1, least(r.cut, coalesce(len(r.rec), 0)) + 1), lambda i: CASE WHEN list_contains(r.truth, r.rec[i]) THEN list_position(r.rec, r.rec[i]) = i ELSE false END), cut := r.cut) ELSE list_transform([struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), cut := r.cut, located := list_transform(r.truth, lambda t, j: CASE WHEN t IS NULL OR list_position(r.truth, t) <> j THEN NULL ELSE coalesce(list_position(r.rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), cut := s.cut))[1] END)], lambda m: len(m.pos) / CASE WHEN denominator::VARCHAR = 'k' THEN (nullif(m.cut, 0)) ELSE (nullif(m.K, 0)) END)[1])[1] END;
@@ -403,15 +3360,15 @@ CREATE OR REPLACE MACRO r_precision(rec, truth, k := 'all') AS CASE WHEN rec IS 
 
 COMMENT ON MACRO r_precision IS 'R-precision (trec_eval''s Rprec): precision after R = num_rel items. hits at ranks <= n, divided by n (rec shorter than n: all its hits / n). 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k. | truth MAP(VARCHAR, DOUBLE): R-precision (trec_eval''s Rprec): precision after R = num_rel items. hits at ranks <= n, divided by n (rec shorter than n: all its hits / n). 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k.';
 
-CREATE OR REPLACE MACRO iprec_at_recall(rec, truth, k := 'all', recall := 0.0) AS CASE WHEN (try_cast(recall AS DOUBLE) IS NULL OR NOT isfinite(try_cast(recall AS DOUBLE)) OR try_cast(recall AS DOUBLE) < 0 OR try_cast(recall AS DOUBLE) > 1) THEN error('iprec_at_recall: recall must be a finite number >= 0 and <= 1, got ' || coalesce(recall::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('iprec_at_recall', rec, k) IS NULL THEN NULL ELSE CASE WHEN duckrank_id_pair('iprec_at_recall', rec, truth) <> 'as is' THEN list_transform([duckrank_converted_match('iprec_at_recall', rec, truth, duckrank_cutoff('iprec_at_recall', rec, k))], lambda m: CASE WHEN trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT > len(m.pos) THEN 0.0 ELSE coalesce(list_max(list_transform(list_slice(list_sort(m.pos), greatest(trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT, 1), len(m.pos)), lambda q, j: (j + greatest(trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT, 1) - 1) / q)), 0.0) END)[1] ELSE list_transform([(CASE WHEN (len(truth) > 256 AND 35000 * (least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)) + len(truth)) < len(truth) * (5000 + 47 * len(rec) + 9 * len(truth)) AND 35000 * (least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)) + len(truth)) < 15000 + 1900 * len(truth) + least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)) * (900 + 105 * len(truth)) + 9 * len(truth) * len(truth)) THEN list_transform([list_sort(list_transform(list_concat(truth, rec[1:least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(truth) THEN 0 ELSE i - len(truth) END}))], lambda s: struct_pack(K := least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := duckrank_cutoff('iprec_at_recall', rec, k)))[1] WHEN least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)) * (10 + len(truth)) * 2 <= len(truth) * (60 + len(rec)) THEN struct_pack(K := least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)), pos := list_filter(range(1, least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)) + 1), lambda i: CASE WHEN list_contains(truth, rec[i]) THEN list_position(rec, rec[i]) = i ELSE false END), n := len(list_filter(truth, lambda t, j: t IS NOT NULL AND list_position(truth, t) = j)), cut := duckrank_cutoff('iprec_at_recall', rec, k)) ELSE list_transform([struct_pack(K := least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)), cut := duckrank_cutoff('iprec_at_recall', rec, k), located := list_transform(truth, lambda t, j: CASE WHEN t IS NULL OR list_position(truth, t) <> j THEN NULL ELSE coalesce(list_position(rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: CASE WHEN trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT > len(m.pos) THEN 0.0 ELSE coalesce(list_max(list_transform(list_slice(list_sort(m.pos), greatest(trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT, 1), len(m.pos)), lambda q, j: (j + greatest(trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT, 1) - 1) / q)), 0.0) END)[1] END END,
-  (rec, truth MAP(VARCHAR, DOUBLE), k := 'all', recall := 0.0, min_grade := NULL) AS CASE WHEN (try_cast(recall AS DOUBLE) IS NULL OR NOT isfinite(try_cast(recall AS DOUBLE)) OR try_cast(recall AS DOUBLE) < 0 OR try_cast(recall AS DOUBLE) > 1) THEN error('iprec_at_recall: recall must be a finite number >= 0 and <= 1, got ' || coalesce(recall::VARCHAR, 'NULL')) WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('iprec_at_recall: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('iprec_at_recall', rec, k) IS NULL THEN NULL WHEN len(list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('iprec_at_recall' || ': the grade of item ' || (list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(rec := CAST(rec AS VARCHAR[]), truth := list_transform(list_filter(map_entries(truth), lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), cut := duckrank_cutoff('iprec_at_recall', rec, k))], lambda r: list_transform([(CASE WHEN (len(r.truth) > 256 AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < len(r.truth) * (5000 + 47 * len(r.rec) + 9 * len(r.truth)) AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < 15000 + 1900 * len(r.truth) + least(r.cut, coalesce(len(r.rec), 0)) * (900 + 105 * len(r.truth)) + 9 * len(r.truth) * len(r.truth)) THEN list_transform([list_sort(list_transform(list_concat(r.truth, r.rec[1:least(r.cut, coalesce(len(r.rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(r.truth) THEN 0 ELSE i - len(r.truth) END}))], lambda s: struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := r.cut))[1] WHEN least(r.cut, coalesce(len(r.rec), 0)) * (10 + len(r.truth)) * 2 <= len(r.truth) * (60 + len(r.rec)) THEN struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_filter(range(1, least(r.cut, coalesce(len(r.rec), 0)) + 1), lambda i: CASE WHEN list_contains(r.truth, r.rec[i]) THEN list_position(r.rec, r.rec[i]) = i ELSE false END), n := len(list_filter(r.truth, lambda t, j: t IS NOT NULL AND list_position(r.truth, t) = j)), cut := r.cut) ELSE list_transform([struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), cut := r.cut, located := list_transform(r.truth, lambda t, j: CASE WHEN t IS NULL OR list_position(r.truth, t) <> j THEN NULL ELSE coalesce(list_position(r.rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: CASE WHEN trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT > len(m.pos) THEN 0.0 ELSE coalesce(list_max(list_transform(list_slice(list_sort(m.pos), greatest(trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT, 1), len(m.pos)), lambda q, j: (j + greatest(trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT, 1) - 1) / q)), 0.0) END)[1])[1] END;
+CREATE OR REPLACE MACRO iprec_at_recall(rec, truth, k := 'all', recall := 0.0, rounding := 'trunc_plus_0.9') AS CASE WHEN (try_cast(recall AS DOUBLE) IS NULL OR NOT isfinite(try_cast(recall AS DOUBLE)) OR try_cast(recall AS DOUBLE) < 0 OR try_cast(recall AS DOUBLE) > 1) THEN error('iprec_at_recall: recall must be a finite number >= 0 and <= 1, got ' || coalesce(recall::VARCHAR, 'NULL')) WHEN rounding::VARCHAR IS NULL OR rounding::VARCHAR NOT IN ('nearest', 'trunc_plus_0.9') THEN error('iprec_at_recall: rounding must be one of ''nearest'', ''trunc_plus_0.9'', got ' || coalesce(rounding::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('iprec_at_recall', rec, k) IS NULL THEN NULL ELSE CASE WHEN duckrank_id_pair('iprec_at_recall', rec, truth) <> 'as is' THEN list_transform([duckrank_converted_match('iprec_at_recall', rec, truth, duckrank_cutoff('iprec_at_recall', rec, k))], lambda m: CASE WHEN CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(try_cast(recall AS DOUBLE) * m.n)::BIGINT) ELSE (trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT) END > len(m.pos) THEN 0.0 ELSE coalesce(list_max(list_transform(list_slice(list_sort(m.pos), greatest(CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(try_cast(recall AS DOUBLE) * m.n)::BIGINT) ELSE (trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT) END, 1), len(m.pos)), lambda q, j: (j + greatest(CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(try_cast(recall AS DOUBLE) * m.n)::BIGINT) ELSE (trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT) END, 1) - 1) / q)), 0.0) END)[1] ELSE list_transform([(CASE WHEN (len(truth) > 256 AND 35000 * (least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)) + len(truth)) < len(truth) * (5000 + 47 * len(rec) + 9 * len(truth)) AND 35000 * (least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)) + len(truth)) < 15000 + 1900 * len(truth) + least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)) * (900 + 105 * len(truth)) + 9 * len(truth) * len(truth)) THEN list_transform([list_sort(list_transform(list_concat(truth, rec[1:least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(truth) THEN 0 ELSE i - len(truth) END}))], lambda s: struct_pack(K := least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := duckrank_cutoff('iprec_at_recall', rec, k)))[1] WHEN least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)) * (10 + len(truth)) * 2 <= len(truth) * (60 + len(rec)) THEN struct_pack(K := least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)), pos := list_filter(range(1, least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)) + 1), lambda i: CASE WHEN list_contains(truth, rec[i]) THEN list_position(rec, rec[i]) = i ELSE false END), n := len(list_filter(truth, lambda t, j: t IS NOT NULL AND list_position(truth, t) = j)), cut := duckrank_cutoff('iprec_at_recall', rec, k)) ELSE list_transform([struct_pack(K := least(duckrank_cutoff('iprec_at_recall', rec, k), coalesce(len(rec), 0)), cut := duckrank_cutoff('iprec_at_recall', rec, k), located := list_transform(truth, lambda t, j: CASE WHEN t IS NULL OR list_position(truth, t) <> j THEN NULL ELSE coalesce(list_position(rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: CASE WHEN CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(try_cast(recall AS DOUBLE) * m.n)::BIGINT) ELSE (trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT) END > len(m.pos) THEN 0.0 ELSE coalesce(list_max(list_transform(list_slice(list_sort(m.pos), greatest(CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(try_cast(recall AS DOUBLE) * m.n)::BIGINT) ELSE (trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT) END, 1), len(m.pos)), lambda q, j: (j + greatest(CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(try_cast(recall AS DOUBLE) * m.n)::BIGINT) ELSE (trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT) END, 1) - 1) / q)), 0.0) END)[1] END END,
+  (rec, truth MAP(VARCHAR, DOUBLE), k := 'all', recall := 0.0, rounding := 'trunc_plus_0.9', min_grade := NULL) AS CASE WHEN (try_cast(recall AS DOUBLE) IS NULL OR NOT isfinite(try_cast(recall AS DOUBLE)) OR try_cast(recall AS DOUBLE) < 0 OR try_cast(recall AS DOUBLE) > 1) THEN error('iprec_at_recall: recall must be a finite number >= 0 and <= 1, got ' || coalesce(recall::VARCHAR, 'NULL')) WHEN rounding::VARCHAR IS NULL OR rounding::VARCHAR NOT IN ('nearest', 'trunc_plus_0.9') THEN error('iprec_at_recall: rounding must be one of ''nearest'', ''trunc_plus_0.9'', got ' || coalesce(rounding::VARCHAR, 'NULL')) WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('iprec_at_recall: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('iprec_at_recall', rec, k) IS NULL THEN NULL WHEN len(list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('iprec_at_recall' || ': the grade of item ' || (list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(rec := CAST(rec AS VARCHAR[]), truth := list_transform(list_filter(map_entries(truth), lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), cut := duckrank_cutoff('iprec_at_recall', rec, k))], lambda r: list_transform([(CASE WHEN (len(r.truth) > 256 AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < len(r.truth) * (5000 + 47 * len(r.rec) + 9 * len(r.truth)) AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < 15000 + 1900 * len(r.truth) + least(r.cut, coalesce(len(r.rec), 0)) * (900 + 105 * len(r.truth)) + 9 * len(r.truth) * len(r.truth)) THEN list_transform([list_sort(list_transform(list_concat(r.truth, r.rec[1:least(r.cut, coalesce(len(r.rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(r.truth) THEN 0 ELSE i - len(r.truth) END}))], lambda s: struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := r.cut))[1] WHEN least(r.cut, coalesce(len(r.rec), 0)) * (10 + len(r.truth)) * 2 <= len(r.truth) * (60 + len(r.rec)) THEN struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_filter(range(1, least(r.cut, coalesce(len(r.rec), 0)) + 1), lambda i: CASE WHEN list_contains(r.truth, r.rec[i]) THEN list_position(r.rec, r.rec[i]) = i ELSE false END), n := len(list_filter(r.truth, lambda t, j: t IS NOT NULL AND list_position(r.truth, t) = j)), cut := r.cut) ELSE list_transform([struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), cut := r.cut, located := list_transform(r.truth, lambda t, j: CASE WHEN t IS NULL OR list_position(r.truth, t) <> j THEN NULL ELSE coalesce(list_position(r.rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: CASE WHEN CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(try_cast(recall AS DOUBLE) * m.n)::BIGINT) ELSE (trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT) END > len(m.pos) THEN 0.0 ELSE coalesce(list_max(list_transform(list_slice(list_sort(m.pos), greatest(CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(try_cast(recall AS DOUBLE) * m.n)::BIGINT) ELSE (trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT) END, 1), len(m.pos)), lambda q, j: (j + greatest(CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(try_cast(recall AS DOUBLE) * m.n)::BIGINT) ELSE (trunc(try_cast(recall AS DOUBLE) * m.n + 0.9)::BIGINT) END, 1) - 1) / q)), 0.0) END)[1])[1] END;
 
-COMMENT ON MACRO iprec_at_recall IS 'Interpolated precision at a recall level (trec_eval''s iprec_at_recall): the highest precision at any rank at or after the one where that share of the relevant items is found. c = trunc(recall * n + 0.9) (trec_eval 9 and pytrec_eval; trec_eval 10 rounds recall * n to the nearest integer instead); the max over hits j >= max(c, 1) of j / p_j, p_j the rank of the j-th hit; 0 when c > hits. 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k. | truth MAP(VARCHAR, DOUBLE): Interpolated precision at a recall level (trec_eval''s iprec_at_recall): the highest precision at any rank at or after the one where that share of the relevant items is found. c = trunc(recall * n + 0.9) (trec_eval 9 and pytrec_eval; trec_eval 10 rounds recall * n to the nearest integer instead); the max over hits j >= max(c, 1) of j / p_j, p_j the rank of the j-th hit; 0 when c > hits. 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k.';
+COMMENT ON MACRO iprec_at_recall IS 'Interpolated precision at a recall level (trec_eval''s iprec_at_recall): the highest precision at any rank at or after the one where that share of the relevant items is found. c = trunc(recall * n + 0.9) (rounding := ''trunc_plus_0.9'', the default: trec_eval 9 and pytrec_eval), or round(recall * n), halves away from zero (rounding := ''nearest'', trec_eval 10); the max over hits j >= max(c, 1) of j / p_j, p_j the rank of the j-th hit; 0 when c > hits. 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k. | truth MAP(VARCHAR, DOUBLE): Interpolated precision at a recall level (trec_eval''s iprec_at_recall): the highest precision at any rank at or after the one where that share of the relevant items is found. c = trunc(recall * n + 0.9) (rounding := ''trunc_plus_0.9'', the default: trec_eval 9 and pytrec_eval), or round(recall * n), halves away from zero (rounding := ''nearest'', trec_eval 10); the max over hits j >= max(c, 1) of j / p_j, p_j the rank of the j-th hit; 0 when c > hits. 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k.';
 
-CREATE OR REPLACE MACRO eleven_point_ap(rec, truth, k := 'all') AS CASE WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('eleven_point_ap', rec, k) IS NULL THEN NULL ELSE CASE WHEN duckrank_id_pair('eleven_point_ap', rec, truth) <> 'as is' THEN list_transform([duckrank_converted_match('eleven_point_ap', rec, truth, duckrank_cutoff('eleven_point_ap', rec, k))], lambda m: list_sum(list_transform([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]::DOUBLE[], lambda level: CASE WHEN trunc(level * m.n + 0.9)::BIGINT > len(m.pos) THEN 0.0 ELSE coalesce(list_max(list_transform(list_slice(list_sort(m.pos), greatest(trunc(level * m.n + 0.9)::BIGINT, 1), len(m.pos)), lambda q, j: (j + greatest(trunc(level * m.n + 0.9)::BIGINT, 1) - 1) / q)), 0.0) END)) / 11)[1] ELSE list_transform([(CASE WHEN (len(truth) > 256 AND 35000 * (least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)) + len(truth)) < len(truth) * (5000 + 47 * len(rec) + 9 * len(truth)) AND 35000 * (least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)) + len(truth)) < 15000 + 1900 * len(truth) + least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)) * (900 + 105 * len(truth)) + 9 * len(truth) * len(truth)) THEN list_transform([list_sort(list_transform(list_concat(truth, rec[1:least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(truth) THEN 0 ELSE i - len(truth) END}))], lambda s: struct_pack(K := least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := duckrank_cutoff('eleven_point_ap', rec, k)))[1] WHEN least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)) * (10 + len(truth)) * 2 <= len(truth) * (60 + len(rec)) THEN struct_pack(K := least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)), pos := list_filter(range(1, least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)) + 1), lambda i: CASE WHEN list_contains(truth, rec[i]) THEN list_position(rec, rec[i]) = i ELSE false END), n := len(list_filter(truth, lambda t, j: t IS NOT NULL AND list_position(truth, t) = j)), cut := duckrank_cutoff('eleven_point_ap', rec, k)) ELSE list_transform([struct_pack(K := least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)), cut := duckrank_cutoff('eleven_point_ap', rec, k), located := list_transform(truth, lambda t, j: CASE WHEN t IS NULL OR list_position(truth, t) <> j THEN NULL ELSE coalesce(list_position(rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: list_sum(list_transform([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]::DOUBLE[], lambda level: CASE WHEN trunc(level * m.n + 0.9)::BIGINT > len(m.pos) THEN 0.0 ELSE coalesce(list_max(list_transform(list_slice(list_sort(m.pos), greatest(trunc(level * m.n + 0.9)::BIGINT, 1), len(m.pos)), lambda q, j: (j + greatest(trunc(level * m.n + 0.9)::BIGINT, 1) - 1) / q)), 0.0) END)) / 11)[1] END END,
-  (rec, truth MAP(VARCHAR, DOUBLE), k := 'all', min_grade := NULL) AS CASE WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('eleven_point_ap: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('eleven_point_ap', rec, k) IS NULL THEN NULL WHEN len(list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('eleven_point_ap' || ': the grade of item ' || (list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(rec := CAST(rec AS VARCHAR[]), truth := list_transform(list_filter(map_entries(truth), lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), cut := duckrank_cutoff('eleven_point_ap', rec, k))], lambda r: list_transform([(CASE WHEN (len(r.truth) > 256 AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < len(r.truth) * (5000 + 47 * len(r.rec) + 9 * len(r.truth)) AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < 15000 + 1900 * len(r.truth) + least(r.cut, coalesce(len(r.rec), 0)) * (900 + 105 * len(r.truth)) + 9 * len(r.truth) * len(r.truth)) THEN list_transform([list_sort(list_transform(list_concat(r.truth, r.rec[1:least(r.cut, coalesce(len(r.rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(r.truth) THEN 0 ELSE i - len(r.truth) END}))], lambda s: struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := r.cut))[1] WHEN least(r.cut, coalesce(len(r.rec), 0)) * (10 + len(r.truth)) * 2 <= len(r.truth) * (60 + len(r.rec)) THEN struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_filter(range(1, least(r.cut, coalesce(len(r.rec), 0)) + 1), lambda i: CASE WHEN list_contains(r.truth, r.rec[i]) THEN list_position(r.rec, r.rec[i]) = i ELSE false END), n := len(list_filter(r.truth, lambda t, j: t IS NOT NULL AND list_position(r.truth, t) = j)), cut := r.cut) ELSE list_transform([struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), cut := r.cut, located := list_transform(r.truth, lambda t, j: CASE WHEN t IS NULL OR list_position(r.truth, t) <> j THEN NULL ELSE coalesce(list_position(r.rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: list_sum(list_transform([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]::DOUBLE[], lambda level: CASE WHEN trunc(level * m.n + 0.9)::BIGINT > len(m.pos) THEN 0.0 ELSE coalesce(list_max(list_transform(list_slice(list_sort(m.pos), greatest(trunc(level * m.n + 0.9)::BIGINT, 1), len(m.pos)), lambda q, j: (j + greatest(trunc(level * m.n + 0.9)::BIGINT, 1) - 1) / q)), 0.0) END)) / 11)[1])[1] END;
+CREATE OR REPLACE MACRO eleven_point_ap(rec, truth, k := 'all', rounding := 'trunc_plus_0.9') AS CASE WHEN rounding::VARCHAR IS NULL OR rounding::VARCHAR NOT IN ('nearest', 'trunc_plus_0.9') THEN error('eleven_point_ap: rounding must be one of ''nearest'', ''trunc_plus_0.9'', got ' || coalesce(rounding::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('eleven_point_ap', rec, k) IS NULL THEN NULL ELSE CASE WHEN duckrank_id_pair('eleven_point_ap', rec, truth) <> 'as is' THEN list_transform([duckrank_converted_match('eleven_point_ap', rec, truth, duckrank_cutoff('eleven_point_ap', rec, k))], lambda m: list_reduce(list_transform([1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0]::DOUBLE[], lambda level: CASE WHEN CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(level * m.n)::BIGINT) ELSE (trunc(level * m.n + 0.9)::BIGINT) END > len(m.pos) THEN 0.0 ELSE coalesce(list_max(list_transform(list_slice(list_sort(m.pos), greatest(CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(level * m.n)::BIGINT) ELSE (trunc(level * m.n + 0.9)::BIGINT) END, 1), len(m.pos)), lambda q, j: (j + greatest(CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(level * m.n)::BIGINT) ELSE (trunc(level * m.n + 0.9)::BIGINT) END, 1) - 1) / q)), 0.0) END), lambda a, b: a + b) / 11)[1] ELSE list_transform([(CASE WHEN (len(truth) > 256 AND 35000 * (least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)) + len(truth)) < len(truth) * (5000 + 47 * len(rec) + 9 * len(truth)) AND 35000 * (least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)) + len(truth)) < 15000 + 1900 * len(truth) + least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)) * (900 + 105 * len(truth)) + 9 * len(truth) * len(truth)) THEN list_transform([list_sort(list_transform(list_concat(truth, rec[1:least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(truth) THEN 0 ELSE i - len(truth) END}))], lambda s: struct_pack(K := least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := duckrank_cutoff('eleven_point_ap', rec, k)))[1] WHEN least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)) * (10 + len(truth)) * 2 <= len(truth) * (60 + len(rec)) THEN struct_pack(K := least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)), pos := list_filter(range(1, least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)) + 1), lambda i: CASE WHEN list_contains(truth, rec[i]) THEN list_position(rec, rec[i]) = i ELSE false END), n := len(list_filter(truth, lambda t, j: t IS NOT NULL AND list_position(truth, t) = j)), cut := duckrank_cutoff('eleven_point_ap', rec, k)) ELSE list_transform([struct_pack(K := least(duckrank_cutoff('eleven_point_ap', rec, k), coalesce(len(rec), 0)), cut := duckrank_cutoff('eleven_point_ap', rec, k), located := list_transform(truth, lambda t, j: CASE WHEN t IS NULL OR list_position(truth, t) <> j THEN NULL ELSE coalesce(list_position(rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: list_reduce(list_transform([1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0]::DOUBLE[], lambda level: CASE WHEN CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(level * m.n)::BIGINT) ELSE (trunc(level * m.n + 0.9)::BIGINT) END > len(m.pos) THEN 0.0 ELSE coalesce(list_max(list_transform(list_slice(list_sort(m.pos), greatest(CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(level * m.n)::BIGINT) ELSE (trunc(level * m.n + 0.9)::BIGINT) END, 1), len(m.pos)), lambda q, j: (j + greatest(CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(level * m.n)::BIGINT) ELSE (trunc(level * m.n + 0.9)::BIGINT) END, 1) - 1) / q)), 0.0) END), lambda a, b: a + b) / 11)[1] END END,
+  (rec, truth MAP(VARCHAR, DOUBLE), k := 'all', rounding := 'trunc_plus_0.9', min_grade := NULL) AS CASE WHEN rounding::VARCHAR IS NULL OR rounding::VARCHAR NOT IN ('nearest', 'trunc_plus_0.9') THEN error('eleven_point_ap: rounding must be one of ''nearest'', ''trunc_plus_0.9'', got ' || coalesce(rounding::VARCHAR, 'NULL')) WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('eleven_point_ap: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('eleven_point_ap', rec, k) IS NULL THEN NULL WHEN len(list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('eleven_point_ap' || ': the grade of item ' || (list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(rec := CAST(rec AS VARCHAR[]), truth := list_transform(list_filter(map_entries(truth), lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), cut := duckrank_cutoff('eleven_point_ap', rec, k))], lambda r: list_transform([(CASE WHEN (len(r.truth) > 256 AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < len(r.truth) * (5000 + 47 * len(r.rec) + 9 * len(r.truth)) AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < 15000 + 1900 * len(r.truth) + least(r.cut, coalesce(len(r.rec), 0)) * (900 + 105 * len(r.truth)) + 9 * len(r.truth) * len(r.truth)) THEN list_transform([list_sort(list_transform(list_concat(r.truth, r.rec[1:least(r.cut, coalesce(len(r.rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(r.truth) THEN 0 ELSE i - len(r.truth) END}))], lambda s: struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := r.cut))[1] WHEN least(r.cut, coalesce(len(r.rec), 0)) * (10 + len(r.truth)) * 2 <= len(r.truth) * (60 + len(r.rec)) THEN struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_filter(range(1, least(r.cut, coalesce(len(r.rec), 0)) + 1), lambda i: CASE WHEN list_contains(r.truth, r.rec[i]) THEN list_position(r.rec, r.rec[i]) = i ELSE false END), n := len(list_filter(r.truth, lambda t, j: t IS NOT NULL AND list_position(r.truth, t) = j)), cut := r.cut) ELSE list_transform([struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), cut := r.cut, located := list_transform(r.truth, lambda t, j: CASE WHEN t IS NULL OR list_position(r.truth, t) <> j THEN NULL ELSE coalesce(list_position(r.rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: list_reduce(list_transform([1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0]::DOUBLE[], lambda level: CASE WHEN CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(level * m.n)::BIGINT) ELSE (trunc(level * m.n + 0.9)::BIGINT) END > len(m.pos) THEN 0.0 ELSE coalesce(list_max(list_transform(list_slice(list_sort(m.pos), greatest(CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(level * m.n)::BIGINT) ELSE (trunc(level * m.n + 0.9)::BIGINT) END, 1), len(m.pos)), lambda q, j: (j + greatest(CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(level * m.n)::BIGINT) ELSE (trunc(level * m.n + 0.9)::BIGINT) END, 1) - 1) / q)), 0.0) END), lambda a, b: a + b) / 11)[1])[1] END;
 
-COMMENT ON MACRO eleven_point_ap IS '11-point interpolated average precision (trec_eval''s 11pt_avg): the mean of iprec_at_recall at 0.0, 0.1, ..., 1.0. (sum over recall levels l in 0.0, 0.1, ..., 1.0 of iprec_at_recall(l)) / 11. 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k. | truth MAP(VARCHAR, DOUBLE): 11-point interpolated average precision (trec_eval''s 11pt_avg): the mean of iprec_at_recall at 0.0, 0.1, ..., 1.0. (sum over recall levels l in 0.0, 0.1, ..., 1.0 of iprec_at_recall(l)) / 11. 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k.';
+COMMENT ON MACRO eleven_point_ap IS '11-point interpolated average precision (trec_eval''s 11pt_avg): the mean of iprec_at_recall at 0.0, 0.1, ..., 1.0. (sum over recall levels l in 1.0, 0.9, ..., 0.0 of iprec_at_recall(l)) / 11, summed in that order as trec_eval sums; c = trunc(recall * n + 0.9) (rounding := ''trunc_plus_0.9'', the default: trec_eval 9 and pytrec_eval), or round(recall * n), halves away from zero (rounding := ''nearest'', trec_eval 10). 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k. | truth MAP(VARCHAR, DOUBLE): 11-point interpolated average precision (trec_eval''s 11pt_avg): the mean of iprec_at_recall at 0.0, 0.1, ..., 1.0. (sum over recall levels l in 1.0, 0.9, ..., 0.0 of iprec_at_recall(l)) / 11, summed in that order as trec_eval sums; c = trunc(recall * n + 0.9) (rounding := ''trunc_plus_0.9'', the default: trec_eval 9 and pytrec_eval), or round(recall * n), halves away from zero (rounding := ''nearest'', trec_eval 10). 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k.';
 
 CREATE OR REPLACE MACRO set_precision(rec, truth, k := 'all') AS CASE WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('set_precision', rec, k) IS NULL THEN NULL ELSE CASE WHEN duckrank_id_pair('set_precision', rec, truth) <> 'as is' THEN list_transform([duckrank_converted_match('set_precision', rec, truth, duckrank_cutoff('set_precision', rec, k))], lambda m: (CASE WHEN (m.K) = 0 THEN 0.0 ELSE (len(m.pos)) / (m.K) END))[1] ELSE list_transform([(CASE WHEN (len(truth) > 256 AND 35000 * (least(duckrank_cutoff('set_precision', rec, k), coalesce(len(rec), 0)) + len(truth)) < len(truth) * (5000 + 47 * len(rec) + 9 * len(truth)) AND 35000 * (least(duckrank_cutoff('set_precision', rec, k), coalesce(len(rec), 0)) + len(truth)) < 15000 + 1900 * len(truth) + least(duckrank_cutoff('set_precision', rec, k), coalesce(len(rec), 0)) * (900 + 105 * len(truth)) + 9 * len(truth) * len(truth)) THEN list_transform([list_sort(list_transform(list_concat(truth, rec[1:least(duckrank_cutoff('set_precision', rec, k), coalesce(len(rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(truth) THEN 0 ELSE i - len(truth) END}))], lambda s: struct_pack(K := least(duckrank_cutoff('set_precision', rec, k), coalesce(len(rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), cut := duckrank_cutoff('set_precision', rec, k)))[1] WHEN least(duckrank_cutoff('set_precision', rec, k), coalesce(len(rec), 0)) * (10 + len(truth)) * 2 <= len(truth) * (60 + len(rec)) THEN struct_pack(K := least(duckrank_cutoff('set_precision', rec, k), coalesce(len(rec), 0)), pos := list_filter(range(1, least(duckrank_cutoff('set_precision', rec, k), coalesce(len(rec), 0)) + 1), lambda i: CASE WHEN list_contains(truth, rec[i]) THEN list_position(rec, rec[i]) = i ELSE false END), cut := duckrank_cutoff('set_precision', rec, k)) ELSE list_transform([struct_pack(K := least(duckrank_cutoff('set_precision', rec, k), coalesce(len(rec), 0)), cut := duckrank_cutoff('set_precision', rec, k), located := list_transform(truth, lambda t, j: CASE WHEN t IS NULL OR list_position(truth, t) <> j THEN NULL ELSE coalesce(list_position(rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), cut := s.cut))[1] END)], lambda m: (CASE WHEN (m.K) = 0 THEN 0.0 ELSE (len(m.pos)) / (m.K) END))[1] END END,
   (rec, truth MAP(VARCHAR, DOUBLE), k := 'all', min_grade := NULL) AS CASE WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('set_precision: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('set_precision', rec, k) IS NULL THEN NULL WHEN len(list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('set_precision' || ': the grade of item ' || (list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(rec := CAST(rec AS VARCHAR[]), truth := list_transform(list_filter(map_entries(truth), lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), cut := duckrank_cutoff('set_precision', rec, k))], lambda r: list_transform([(CASE WHEN (len(r.truth) > 256 AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < len(r.truth) * (5000 + 47 * len(r.rec) + 9 * len(r.truth)) AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < 15000 + 1900 * len(r.truth) + least(r.cut, coalesce(len(r.rec), 0)) * (900 + 105 * len(r.truth)) + 9 * len(r.truth) * len(r.truth)) THEN list_transform([list_sort(list_transform(list_concat(r.truth, r.rec[1:least(r.cut, coalesce(len(r.rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(r.truth) THEN 0 ELSE i - len(r.truth) END}))], lambda s: struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), cut := r.cut))[1] WHEN least(r.cut, coalesce(len(r.rec), 0)) * (10 + len(r.truth)) * 2 <= len(r.truth) * (60 + len(r.rec)) THEN struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_filter(range(1, least(r.cut, coalesce(len(r.rec), 0)) + 1), lambda i: CASE WHEN list_contains(r.truth, r.rec[i]) THEN list_position(r.rec, r.rec[i]) = i ELSE false END), cut := r.cut) ELSE list_transform([struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), cut := r.cut, located := list_transform(r.truth, lambda t, j: CASE WHEN t IS NULL OR list_position(r.truth, t) <> j THEN NULL ELSE coalesce(list_position(r.rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), cut := s.cut))[1] END)], lambda m: (CASE WHEN (m.K) = 0 THEN 0.0 ELSE (len(m.pos)) / (m.K) END))[1])[1] END;
@@ -462,6 +3419,11 @@ CREATE OR REPLACE MACRO rbp(rec, truth, k := 'all', persistence := 0.9) AS CASE 
   (rec, truth MAP(VARCHAR, DOUBLE), k := 'all', persistence := 0.9, min_grade := NULL) AS CASE WHEN (try_cast(persistence AS DOUBLE) IS NULL OR NOT isfinite(try_cast(persistence AS DOUBLE)) OR try_cast(persistence AS DOUBLE) <= 0 OR try_cast(persistence AS DOUBLE) >= 1) THEN error('rbp: persistence must be a finite number > 0 and < 1, got ' || coalesce(persistence::VARCHAR, 'NULL')) WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('rbp: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('rbp', rec, k) IS NULL THEN NULL WHEN len(list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('rbp' || ': the grade of item ' || (list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(rec := CAST(rec AS VARCHAR[]), truth := list_transform(list_filter(map_entries(truth), lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), cut := duckrank_cutoff('rbp', rec, k))], lambda r: list_transform([(CASE WHEN (len(r.truth) > 256 AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < len(r.truth) * (5000 + 47 * len(r.rec) + 9 * len(r.truth)) AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < 15000 + 1900 * len(r.truth) + least(r.cut, coalesce(len(r.rec), 0)) * (900 + 105 * len(r.truth)) + 9 * len(r.truth) * len(r.truth)) THEN list_transform([list_sort(list_transform(list_concat(r.truth, r.rec[1:least(r.cut, coalesce(len(r.rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(r.truth) THEN 0 ELSE i - len(r.truth) END}))], lambda s: struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), cut := r.cut))[1] WHEN least(r.cut, coalesce(len(r.rec), 0)) * (10 + len(r.truth)) * 2 <= len(r.truth) * (60 + len(r.rec)) THEN struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_filter(range(1, least(r.cut, coalesce(len(r.rec), 0)) + 1), lambda i: CASE WHEN list_contains(r.truth, r.rec[i]) THEN list_position(r.rec, r.rec[i]) = i ELSE false END), cut := r.cut) ELSE list_transform([struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), cut := r.cut, located := list_transform(r.truth, lambda t, j: CASE WHEN t IS NULL OR list_position(r.truth, t) <> j THEN NULL ELSE coalesce(list_position(r.rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), cut := s.cut))[1] END)], lambda m: (1 - try_cast(persistence AS DOUBLE)) * coalesce(list_sum(list_transform(m.pos, lambda q: pow(try_cast(persistence AS DOUBLE), q - 1))), 0.0))[1])[1] END;
 
 COMMENT ON MACRO rbp IS 'Rank-biased precision (Moffat and Zobel, TOIS 27(1), 2008) with binary gains. (1 - p) sum over hits at rank i of p^(i - 1), p = persistence. 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k. | truth MAP(VARCHAR, DOUBLE): Rank-biased precision (Moffat and Zobel, TOIS 27(1), 2008) with binary gains. (1 - p) sum over hits at rank i of p^(i - 1), p = persistence. 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k.';
+
+CREATE OR REPLACE MACRO yaap(rec, truth, k := 'all') AS CASE WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('yaap', rec, k) IS NULL THEN NULL ELSE CASE WHEN duckrank_id_pair('yaap', rec, truth) <> 'as is' THEN list_transform([duckrank_converted_match('yaap', rec, truth, duckrank_cutoff('yaap', rec, k))], lambda m: list_transform([coalesce(list_sum(list_transform(list_sort(m.pos), lambda p, j: j / p)), 0.0)], lambda s: ln((1.0 + s) / (1.0 + m.n - s)))[1])[1] ELSE list_transform([(CASE WHEN (len(truth) > 256 AND 35000 * (least(duckrank_cutoff('yaap', rec, k), coalesce(len(rec), 0)) + len(truth)) < len(truth) * (5000 + 47 * len(rec) + 9 * len(truth)) AND 35000 * (least(duckrank_cutoff('yaap', rec, k), coalesce(len(rec), 0)) + len(truth)) < 15000 + 1900 * len(truth) + least(duckrank_cutoff('yaap', rec, k), coalesce(len(rec), 0)) * (900 + 105 * len(truth)) + 9 * len(truth) * len(truth)) THEN list_transform([list_sort(list_transform(list_concat(truth, rec[1:least(duckrank_cutoff('yaap', rec, k), coalesce(len(rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(truth) THEN 0 ELSE i - len(truth) END}))], lambda s: struct_pack(K := least(duckrank_cutoff('yaap', rec, k), coalesce(len(rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := duckrank_cutoff('yaap', rec, k)))[1] WHEN least(duckrank_cutoff('yaap', rec, k), coalesce(len(rec), 0)) * (10 + len(truth)) * 2 <= len(truth) * (60 + len(rec)) THEN struct_pack(K := least(duckrank_cutoff('yaap', rec, k), coalesce(len(rec), 0)), pos := list_filter(range(1, least(duckrank_cutoff('yaap', rec, k), coalesce(len(rec), 0)) + 1), lambda i: CASE WHEN list_contains(truth, rec[i]) THEN list_position(rec, rec[i]) = i ELSE false END), n := len(list_filter(truth, lambda t, j: t IS NOT NULL AND list_position(truth, t) = j)), cut := duckrank_cutoff('yaap', rec, k)) ELSE list_transform([struct_pack(K := least(duckrank_cutoff('yaap', rec, k), coalesce(len(rec), 0)), cut := duckrank_cutoff('yaap', rec, k), located := list_transform(truth, lambda t, j: CASE WHEN t IS NULL OR list_position(truth, t) <> j THEN NULL ELSE coalesce(list_position(rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: list_transform([coalesce(list_sum(list_transform(list_sort(m.pos), lambda p, j: j / p)), 0.0)], lambda s: ln((1.0 + s) / (1.0 + m.n - s)))[1])[1] END END,
+  (rec, truth MAP(VARCHAR, DOUBLE), k := 'all', min_grade := NULL) AS CASE WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('yaap: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('yaap', rec, k) IS NULL THEN NULL WHEN len(list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('yaap' || ': the grade of item ' || (list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(rec := CAST(rec AS VARCHAR[]), truth := list_transform(list_filter(map_entries(truth), lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), cut := duckrank_cutoff('yaap', rec, k))], lambda r: list_transform([(CASE WHEN (len(r.truth) > 256 AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < len(r.truth) * (5000 + 47 * len(r.rec) + 9 * len(r.truth)) AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < 15000 + 1900 * len(r.truth) + least(r.cut, coalesce(len(r.rec), 0)) * (900 + 105 * len(r.truth)) + 9 * len(r.truth) * len(r.truth)) THEN list_transform([list_sort(list_transform(list_concat(r.truth, r.rec[1:least(r.cut, coalesce(len(r.rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(r.truth) THEN 0 ELSE i - len(r.truth) END}))], lambda s: struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := r.cut))[1] WHEN least(r.cut, coalesce(len(r.rec), 0)) * (10 + len(r.truth)) * 2 <= len(r.truth) * (60 + len(r.rec)) THEN struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_filter(range(1, least(r.cut, coalesce(len(r.rec), 0)) + 1), lambda i: CASE WHEN list_contains(r.truth, r.rec[i]) THEN list_position(r.rec, r.rec[i]) = i ELSE false END), n := len(list_filter(r.truth, lambda t, j: t IS NOT NULL AND list_position(r.truth, t) = j)), cut := r.cut) ELSE list_transform([struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), cut := r.cut, located := list_transform(r.truth, lambda t, j: CASE WHEN t IS NULL OR list_position(r.truth, t) <> j THEN NULL ELSE coalesce(list_position(r.rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: list_transform([coalesce(list_sum(list_transform(list_sort(m.pos), lambda p, j: j / p)), 0.0)], lambda s: ln((1.0 + s) / (1.0 + m.n - s)))[1])[1])[1] END;
+
+COMMENT ON MACRO yaap IS 'Yet another average precision (Robertson, ''On Smoothing Average Precision'', ECIR 2012; trec_eval 10''s yaap): a log-odds form of average precision, better averaged over queries. ln((1 + S) / (1 + n - S)), S = the sum over hits j at rank p_j of j / p_j (n times average precision); 0 when n = 0 and nothing is found. NULL only for a NULL rec, truth or k. | truth MAP(VARCHAR, DOUBLE): Yet another average precision (Robertson, ''On Smoothing Average Precision'', ECIR 2012; trec_eval 10''s yaap): a log-odds form of average precision, better averaged over queries. ln((1 + S) / (1 + n - S)), S = the sum over hits j at rank p_j of j / p_j (n times average precision); 0 when n = 0 and nothing is found. NULL only for a NULL rec, truth or k.';
 
 CREATE OR REPLACE MACRO dcg(rec, truth, k := 'all', gain := 'exponential', discount := 'log2', base := 2) AS CASE WHEN gain::VARCHAR IS NULL OR gain::VARCHAR NOT IN ('exponential', 'linear') THEN error('dcg: gain must be one of ''exponential'', ''linear'', got ' || coalesce(gain::VARCHAR, 'NULL')) WHEN discount::VARCHAR IS NULL OR discount::VARCHAR NOT IN ('log2', 'jarvelin') THEN error('dcg: discount must be one of ''log2'', ''jarvelin'', got ' || coalesce(discount::VARCHAR, 'NULL')) WHEN try_cast(base AS DOUBLE) IS NULL OR NOT isfinite(try_cast(base AS DOUBLE)) OR try_cast(base AS DOUBLE) <= 1 THEN error('dcg: base must be a number > 1, got ' || coalesce(base::VARCHAR, 'NULL')) WHEN discount::VARCHAR = 'log2' AND try_cast(base AS DOUBLE) <> 2 THEN error('dcg: base applies to discount := ''jarvelin'' only, got base ' || base::VARCHAR || ' with discount ''log2''') WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('dcg', rec, k) IS NULL THEN NULL ELSE list_transform([list_transform([duckrank_matched('dcg', rec, truth, duckrank_cutoff('dcg', rec, k))], lambda m: struct_pack(K := m.K, pos := list_sort(m.pos), grades := list_resize([]::DOUBLE[], len(m.pos), 1.0), ideal := list_resize([]::DOUBLE[], least(m.cut, m.n), 1.0), n := m.n, cut := m.cut, bad := 0::BIGINT))[1]], lambda g: CASE WHEN g.n = 0 THEN NULL WHEN (g.ideal[1] BETWEEN 0.001 AND 1000) THEN coalesce(list_sum(list_transform(g.pos, lambda p, j: (CASE WHEN gain::VARCHAR = 'linear' THEN g.grades[j] ELSE pow(2, g.grades[j]) - 1 END) / (CASE WHEN discount::VARCHAR = 'jarvelin' THEN (CASE WHEN p <= try_cast(base AS DOUBLE) THEN 1.0 ELSE ln(p) / ln(try_cast(base AS DOUBLE)) END) ELSE log2(p + 1) END))), 0.0) ELSE list_transform([coalesce(list_sum(list_transform(g.pos, lambda p, j: (CASE WHEN gain::VARCHAR = 'linear' THEN g.grades[j] / 1 ELSE CASE WHEN 1 > 1000 THEN pow(2, g.grades[j] - 1) - pow(2, -1) WHEN g.grades[j] < 0.001 THEN ((g.grades[j] * ln(2)) * (1 + (g.grades[j] * ln(2)) / 2 * (1 + (g.grades[j] * ln(2)) / 3 * (1 + (g.grades[j] * ln(2)) / 4 * (1 + (g.grades[j] * ln(2)) / 5 * (1 + (g.grades[j] * ln(2)) / 6 * 1)))))) ELSE pow(2, g.grades[j]) - 1 END END) / (CASE WHEN discount::VARCHAR = 'jarvelin' THEN (CASE WHEN p <= try_cast(base AS DOUBLE) THEN 1.0 ELSE ln(p) / ln(try_cast(base AS DOUBLE)) END) ELSE log2(p + 1) END))), 0.0)], lambda d: CASE WHEN isinf(d) THEN error('dcg: the DCG of a row whose largest grade is ' || g.ideal[1]::VARCHAR || ' is too large for a DOUBLE (gain ' || gain::VARCHAR || '); use ndcg, or gain := ''linear'' for grades of 1024 and more') ELSE d END)[1] END)[1] END,
   (rec, truth MAP(VARCHAR, DOUBLE), k := 'all', gain := 'exponential', discount := 'log2', base := 2) AS list_transform([struct_pack(rec := rec, truth := truth, cut := duckrank_cutoff('dcg', rec, k))], lambda r: CASE WHEN gain::VARCHAR IS NULL OR gain::VARCHAR NOT IN ('exponential', 'linear') THEN error('dcg: gain must be one of ''exponential'', ''linear'', got ' || coalesce(gain::VARCHAR, 'NULL')) WHEN discount::VARCHAR IS NULL OR discount::VARCHAR NOT IN ('log2', 'jarvelin') THEN error('dcg: discount must be one of ''log2'', ''jarvelin'', got ' || coalesce(discount::VARCHAR, 'NULL')) WHEN try_cast(base AS DOUBLE) IS NULL OR NOT isfinite(try_cast(base AS DOUBLE)) OR try_cast(base AS DOUBLE) <= 1 THEN error('dcg: base must be a number > 1, got ' || coalesce(base::VARCHAR, 'NULL')) WHEN discount::VARCHAR = 'log2' AND try_cast(base AS DOUBLE) <> 2 THEN error('dcg: base applies to discount := ''jarvelin'' only, got base ' || base::VARCHAR || ' with discount ''log2''') WHEN r.rec IS NULL OR r.truth IS NULL OR r.cut IS NULL THEN NULL ELSE list_transform([list_transform([struct_pack(top := list_transform(list_slice(r.rec, 1, least(r.cut, coalesce(len(r.rec), 0))), lambda x, i: CASE WHEN r.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(r.rec, x) = i THEN r.truth[x::VARCHAR] ELSE 0.0 END), truth := map_values(r.truth))], lambda s: struct_pack(K := len(s.top)::BIGINT, pos := list_filter(range(1, len(s.top) + 1), lambda i: s.top[i] > 0), grades := list_filter(s.top, lambda g: g > 0), ideal := list_slice(list_reverse_sort(list_filter(s.truth, lambda g: g > 0)), 1, r.cut), n := len(list_filter(s.truth, lambda g: g > 0))::BIGINT, cut := r.cut, bad := (coalesce(list_position(list_transform(map_values(r.truth), lambda g: g IS NULL OR NOT isfinite(g) OR g < 0), true), 0))::BIGINT))[1]], lambda g: CASE WHEN g.bad > 0 THEN error('dcg' || ': the grade of item ' || map_keys(r.truth)[g.bad] || ' in truth must be a finite number >= 0, got ' || coalesce(map_values(r.truth)[g.bad]::VARCHAR, 'NULL')) ELSE CASE WHEN g.n = 0 THEN NULL WHEN (g.ideal[1] BETWEEN 0.001 AND 1000) THEN coalesce(list_sum(list_transform(g.pos, lambda p, j: (CASE WHEN gain::VARCHAR = 'linear' THEN g.grades[j] ELSE pow(2, g.grades[j]) - 1 END) / (CASE WHEN discount::VARCHAR = 'jarvelin' THEN (CASE WHEN p <= try_cast(base AS DOUBLE) THEN 1.0 ELSE ln(p) / ln(try_cast(base AS DOUBLE)) END) ELSE log2(p + 1) END))), 0.0) ELSE list_transform([coalesce(list_sum(list_transform(g.pos, lambda p, j: (CASE WHEN gain::VARCHAR = 'linear' THEN g.grades[j] / 1 ELSE CASE WHEN 1 > 1000 THEN pow(2, g.grades[j] - 1) - pow(2, -1) WHEN g.grades[j] < 0.001 THEN ((g.grades[j] * ln(2)) * (1 + (g.grades[j] * ln(2)) / 2 * (1 + (g.grades[j] * ln(2)) / 3 * (1 + (g.grades[j] * ln(2)) / 4 * (1 + (g.grades[j] * ln(2)) / 5 * (1 + (g.grades[j] * ln(2)) / 6 * 1)))))) ELSE pow(2, g.grades[j]) - 1 END END) / (CASE WHEN discount::VARCHAR = 'jarvelin' THEN (CASE WHEN p <= try_cast(base AS DOUBLE) THEN 1.0 ELSE ln(p) / ln(try_cast(base AS DOUBLE)) END) ELSE log2(p + 1) END))), 0.0)], lambda d: CASE WHEN isinf(d) THEN error('dcg: the DCG of a row whose largest grade is ' || g.ideal[1]::VARCHAR || ' is too large for a DOUBLE (gain ' || gain::VARCHAR || '); use ndcg, or gain := ''linear'' for grades of 1024 and more') ELSE d END)[1] END END)[1] END)[1],
@@ -583,35 +3545,35 @@ CREATE OR REPLACE MACRO bpm(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', t := 1.
 
 COMMENT ON MACRO bpm IS 'truth MAP(VARCHAR, DOUBLE): BPM (the static Bejewelled Player Model, Zhang et al., SIGIR 2017) as cwl_eval computes it: the mean gain of the ranks read until the gain T is reached or k items read. sum_i W(i) g(i), W(i) = prod_{m<i} C(m) / sum_{j<=1000} prod_{m<j} C(m), with C(i) = 1 while sum_{m<=i} g(m) < T and i < k, else 0: the mean gain of the first s = min(first rank where the gain reaches T, k, 1000) ranks. NULL only for a NULL rec, truth or k (0 for an empty rec).';
 
-CREATE OR REPLACE MACRO sdcg(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('sdcg', rec, k))], lambda jrow: CASE WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('sdcg: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('sdcg: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('sdcg: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('sdcg' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(w := list_transform(range(1, len(cw.g) + 2), lambda i: 1.0 / log2(i + 1)))], lambda cv: coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / (coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + coalesce(list_sum(list_transform(range(len(cw.g) + 1, least(jranks.m.cut, 1000) + 1), lambda i: 1.0 / log2(i + 1))), 0.0)))[1])[1])[1])[1] END)[1];
+CREATE OR REPLACE MACRO sdcg(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('sdcg', rec, k))], lambda jrow: CASE WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('sdcg: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('sdcg: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('sdcg: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('sdcg' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(w := list_transform(range(1, len(cw.g) + 2), lambda i: 1.0 / log2(i + 1)))], lambda cv: coalesce(coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / nullif(coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + coalesce(list_sum(list_transform(range(len(cw.g) + 1, least(jranks.m.cut, 1000) + 1), lambda i: 1.0 / log2(i + 1))), 0.0), 0), 0.0))[1])[1])[1])[1] END)[1];
 
 COMMENT ON MACRO sdcg IS 'truth MAP(VARCHAR, DOUBLE): SDCG@k (cwl_eval''s scaled DCG): DCG@k divided by the DCG of k items of gain 1. sum_i W(i) g(i), W(i) = prod_{m<i} C(m) / sum_{j<=1000} prod_{m<j} C(m), with C(i) = log2(i + 1) / log2(i + 2) for i < k, else 0: sum_{i<=k} g(i) / log2(i + 1) / sum_{i<=k} 1 / log2(i + 1). NULL only for a NULL rec, truth or k (0 for an empty rec).';
 
-CREATE OR REPLACE MACRO nerr8(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('nerr8', rec, k))], lambda jrow: CASE WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('nerr8: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('nerr8: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('nerr8: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('nerr8' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(P := list_transform(range(1, len(cw.g) + 2), lambda i: coalesce(list_aggregate(list_transform(list_slice(cw.g, 1, i - 1), lambda x, m: 1 - x), 'product'), 1.0)))], lambda cp: list_transform([struct_pack(w := cp.P)], lambda cv: coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / (coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + cp.P[len(cw.g) + 1] * greatest(least(jranks.m.cut, 1000) - len(cw.g), 0)))[1])[1])[1])[1])[1] END)[1];
+CREATE OR REPLACE MACRO nerr8(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('nerr8', rec, k))], lambda jrow: CASE WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('nerr8: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('nerr8: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('nerr8: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('nerr8' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(P := list_transform(range(1, len(cw.g) + 2), lambda i: coalesce(list_aggregate(list_transform(list_slice(cw.g, 1, i - 1), lambda x, m: 1 - x), 'product'), 1.0)))], lambda cp: list_transform([struct_pack(w := cp.P)], lambda cv: coalesce(coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / nullif(coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + cp.P[len(cw.g) + 1] * greatest(least(jranks.m.cut, 1000) - len(cw.g), 0), 0), 0.0))[1])[1])[1])[1])[1] END)[1];
 
 COMMENT ON MACRO nerr8 IS 'truth MAP(VARCHAR, DOUBLE): NERR8@k (Azzopardi et al., ICTIR 2021, eq. 8): ERR''s stopping, truncated at k. sum_i W(i) g(i), W(i) = prod_{m<i} C(m) / sum_{j<=1000} prod_{m<j} C(m), with C(i) = 1 - g(i) for i < k, else 0. NULL only for a NULL rec, truth or k (0 for an empty rec).';
 
-CREATE OR REPLACE MACRO nerr9(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('nerr9', rec, k))], lambda jrow: CASE WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('nerr9: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('nerr9: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('nerr9: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('nerr9' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(P := list_transform(range(1, len(cw.g) + 2), lambda i: coalesce(list_aggregate(list_transform(list_slice(cw.g, 1, i - 1), lambda x, m: 1 - x), 'product'), 1.0)))], lambda cp: list_transform([struct_pack(w := list_transform(cp.P, lambda x, i: x / i))], lambda cv: coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / (coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + cp.P[len(cw.g) + 1] * coalesce(list_sum(list_transform(range(len(cw.g) + 1, least(jranks.m.cut, 1000) + 1), lambda i: 1.0 / i)), 0.0)))[1])[1])[1])[1])[1] END)[1];
+CREATE OR REPLACE MACRO nerr9(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('nerr9', rec, k))], lambda jrow: CASE WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('nerr9: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('nerr9: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('nerr9: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('nerr9' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(P := list_transform(range(1, len(cw.g) + 2), lambda i: coalesce(list_aggregate(list_transform(list_slice(cw.g, 1, i - 1), lambda x, m: 1 - x), 'product'), 1.0)))], lambda cp: list_transform([struct_pack(w := list_transform(cp.P, lambda x, i: x / i))], lambda cv: coalesce(coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / nullif(coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + cp.P[len(cw.g) + 1] * coalesce(list_sum(list_transform(range(len(cw.g) + 1, least(jranks.m.cut, 1000) + 1), lambda i: 1.0 / i)), 0.0), 0), 0.0))[1])[1])[1])[1])[1] END)[1];
 
 COMMENT ON MACRO nerr9 IS 'truth MAP(VARCHAR, DOUBLE): NERR9@k (Azzopardi et al., ICTIR 2021, eq. 9). sum_i W(i) g(i), W(i) = prod_{m<i} C(m) / sum_{j<=1000} prod_{m<j} C(m), with C(i) = i / (i + 1) (1 - g(i)) for i < k, else 0. NULL only for a NULL rec, truth or k (0 for an empty rec).';
 
-CREATE OR REPLACE MACRO nerr10(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', p := 0.9, min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('nerr10', rec, k))], lambda jrow: CASE WHEN (try_cast(p AS DOUBLE) IS NULL OR NOT isfinite(try_cast(p AS DOUBLE)) OR try_cast(p AS DOUBLE) <= 0 OR try_cast(p AS DOUBLE) >= 1) THEN error('nerr10: p must be a finite number > 0 and < 1, got ' || coalesce(p::VARCHAR, 'NULL')) WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('nerr10: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('nerr10: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('nerr10: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('nerr10' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(P := list_transform(range(1, len(cw.g) + 2), lambda i: coalesce(list_aggregate(list_transform(list_slice(cw.g, 1, i - 1), lambda x, m: 1 - x), 'product'), 1.0)))], lambda cp: list_transform([struct_pack(w := list_transform(cp.P, lambda x, i: x * pow(p::DOUBLE, i - 1)))], lambda cv: coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / (coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + cp.P[len(cw.g) + 1] * (pow(p::DOUBLE, len(cw.g)) - pow(p::DOUBLE, 1000)) / (1 - p::DOUBLE)))[1])[1])[1])[1])[1] END)[1];
+CREATE OR REPLACE MACRO nerr10(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', p := 0.9, min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('nerr10', rec, k))], lambda jrow: CASE WHEN (try_cast(p AS DOUBLE) IS NULL OR NOT isfinite(try_cast(p AS DOUBLE)) OR try_cast(p AS DOUBLE) <= 0 OR try_cast(p AS DOUBLE) >= 1) THEN error('nerr10: p must be a finite number > 0 and < 1, got ' || coalesce(p::VARCHAR, 'NULL')) WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('nerr10: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('nerr10: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('nerr10: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('nerr10' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(P := list_transform(range(1, len(cw.g) + 2), lambda i: coalesce(list_aggregate(list_transform(list_slice(cw.g, 1, i - 1), lambda x, m: 1 - x), 'product'), 1.0)))], lambda cp: list_transform([struct_pack(w := list_transform(cp.P, lambda x, i: x * pow(p::DOUBLE, i - 1)))], lambda cv: coalesce(coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / nullif(coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + cp.P[len(cw.g) + 1] * (pow(p::DOUBLE, len(cw.g)) - pow(p::DOUBLE, 1000)) / (1 - p::DOUBLE), 0), 0.0))[1])[1])[1])[1])[1] END)[1];
 
 COMMENT ON MACRO nerr10 IS 'truth MAP(VARCHAR, DOUBLE): NERR10 (Azzopardi et al., ICTIR 2021, eq. 10): ERR''s stopping with RBP''s persistence p. sum_i W(i) g(i), W(i) = prod_{m<i} C(m) / sum_{j<=1000} prod_{m<j} C(m), with C(i) = p (1 - g(i)). NULL only for a NULL rec, truth or k (0 for an empty rec).';
 
-CREATE OR REPLACE MACRO nerr11(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', t := 1.0, min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('nerr11', rec, k))], lambda jrow: CASE WHEN (try_cast(t AS DOUBLE) IS NULL OR NOT isfinite(try_cast(t AS DOUBLE)) OR try_cast(t AS DOUBLE) <= 0) THEN error('nerr11: t must be a finite number > 0, got ' || coalesce(t::VARCHAR, 'NULL')) WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('nerr11: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('nerr11: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('nerr11: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('nerr11' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(P := list_transform(range(1, len(cw.g) + 2), lambda i: coalesce(list_aggregate(list_transform(list_slice(cw.g, 1, i - 1), lambda x, m: 1 - x), 'product'), 1.0)))], lambda cp: list_transform([struct_pack(w := list_transform(cp.P, lambda x, i: x * pow(2 * t::DOUBLE / (i + 2 * t::DOUBLE - 1), 2)))], lambda cv: coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / (coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + cp.P[len(cw.g) + 1] * coalesce(list_sum(list_transform(range(len(cw.g) + 1, 1000 + 1), lambda i: pow(2 * t::DOUBLE / (i + 2 * t::DOUBLE - 1), 2))), 0.0)))[1])[1])[1])[1])[1] END)[1];
+CREATE OR REPLACE MACRO nerr11(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', t := 1.0, min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('nerr11', rec, k))], lambda jrow: CASE WHEN (try_cast(t AS DOUBLE) IS NULL OR NOT isfinite(try_cast(t AS DOUBLE)) OR try_cast(t AS DOUBLE) <= 0) THEN error('nerr11: t must be a finite number > 0, got ' || coalesce(t::VARCHAR, 'NULL')) WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('nerr11: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('nerr11: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('nerr11: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('nerr11' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(P := list_transform(range(1, len(cw.g) + 2), lambda i: coalesce(list_aggregate(list_transform(list_slice(cw.g, 1, i - 1), lambda x, m: 1 - x), 'product'), 1.0)))], lambda cp: list_transform([struct_pack(w := list_transform(cp.P, lambda x, i: x * pow(2 * t::DOUBLE / (i + 2 * t::DOUBLE - 1), 2)))], lambda cv: coalesce(coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / nullif(coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + cp.P[len(cw.g) + 1] * coalesce(list_sum(list_transform(range(len(cw.g) + 1, 1000 + 1), lambda i: pow(2 * t::DOUBLE / (i + 2 * t::DOUBLE - 1), 2))), 0.0), 0), 0.0))[1])[1])[1])[1])[1] END)[1];
 
 COMMENT ON MACRO nerr11 IS 'truth MAP(VARCHAR, DOUBLE): NERR11 (Azzopardi et al., ICTIR 2021, eq. 11): ERR''s stopping with INSQ''s continuation. sum_i W(i) g(i), W(i) = prod_{m<i} C(m) / sum_{j<=1000} prod_{m<j} C(m), with C(i) = ((i + 2T - 1) / (i + 2T))^2 (1 - g(i)). NULL only for a NULL rec, truth or k (0 for an empty rec).';
 
-CREATE OR REPLACE MACRO inst(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', t := 1.0, min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('inst', rec, k))], lambda jrow: CASE WHEN (try_cast(t AS DOUBLE) IS NULL OR NOT isfinite(try_cast(t AS DOUBLE)) OR try_cast(t AS DOUBLE) <= 0) THEN error('inst: t must be a finite number > 0, got ' || coalesce(t::VARCHAR, 'NULL')) WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('inst: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('inst: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('inst: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('inst' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(run := list_transform(range(1, len(cw.g) + 1), lambda i: list_sum(list_slice(cw.g, 1, i))))], lambda cs: list_transform([struct_pack(P := list_transform(range(1, len(cw.g) + 2), lambda i: coalesce(list_aggregate(list_transform(list_slice(cw.g, 1, i - 1), lambda x, m: pow(((m + 2 * t::DOUBLE - cs.run[m]) - 1) / (m + 2 * t::DOUBLE - cs.run[m]), 2)), 'product'), 1.0)), c := 2 * t::DOUBLE - coalesce(list_sum(cw.g), 0.0))], lambda cp: list_transform([struct_pack(w := cp.P)], lambda cv: coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / (coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + cp.P[len(cw.g) + 1] * coalesce(list_sum(list_transform(range(len(cw.g) + 1, 1000 + 1), lambda i: pow((len(cw.g) + cp.c) / (i - 1 + cp.c), 2))), 0.0)))[1])[1])[1])[1])[1])[1] END)[1];
+CREATE OR REPLACE MACRO inst(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', t := 1.0, min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('inst', rec, k))], lambda jrow: CASE WHEN (try_cast(t AS DOUBLE) IS NULL OR NOT isfinite(try_cast(t AS DOUBLE)) OR try_cast(t AS DOUBLE) <= 0) THEN error('inst: t must be a finite number > 0, got ' || coalesce(t::VARCHAR, 'NULL')) WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('inst: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('inst: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('inst: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('inst' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(run := list_transform(range(1, len(cw.g) + 1), lambda i: list_sum(list_slice(cw.g, 1, i))))], lambda cs: list_transform([struct_pack(P := list_transform(range(1, len(cw.g) + 2), lambda i: coalesce(list_aggregate(list_transform(list_slice(cw.g, 1, i - 1), lambda x, m: pow(((m + 2 * t::DOUBLE - cs.run[m]) - 1) / (m + 2 * t::DOUBLE - cs.run[m]), 2)), 'product'), 1.0)), c := 2 * t::DOUBLE - coalesce(list_sum(cw.g), 0.0))], lambda cp: list_transform([struct_pack(w := cp.P)], lambda cv: coalesce(coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / nullif(coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + cp.P[len(cw.g) + 1] * coalesce(list_sum(list_transform(range(len(cw.g) + 1, 1000 + 1), lambda i: pow((len(cw.g) + cp.c) / (i - 1 + cp.c), 2))), 0.0), 0), 0.0))[1])[1])[1])[1])[1])[1] END)[1];
 
 COMMENT ON MACRO inst IS 'truth MAP(VARCHAR, DOUBLE): INST (Moffat et al., ADCS 2015): adaptive continuation by the gain still wanted. sum_i W(i) g(i), W(i) = prod_{m<i} C(m) / sum_{j<=1000} prod_{m<j} C(m), with C(i) = ((i + T + T_i - 1) / (i + T + T_i))^2, T_i = T - sum_{m<=i} g(m). NULL only for a NULL rec, truth or k (0 for an empty rec).';
 
-CREATE OR REPLACE MACRO insq(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', t := 1.0, min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('insq', rec, k))], lambda jrow: CASE WHEN (try_cast(t AS DOUBLE) IS NULL OR NOT isfinite(try_cast(t AS DOUBLE)) OR try_cast(t AS DOUBLE) <= 0) THEN error('insq: t must be a finite number > 0, got ' || coalesce(t::VARCHAR, 'NULL')) WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('insq: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('insq: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('insq: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('insq' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(w := list_transform(range(1, len(cw.g) + 2), lambda i: pow(2 * t::DOUBLE / (i + 2 * t::DOUBLE - 1), 2)))], lambda cv: coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / (coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + coalesce(list_sum(list_transform(range(len(cw.g) + 1, 1000 + 1), lambda i: pow(2 * t::DOUBLE / (i + 2 * t::DOUBLE - 1), 2))), 0.0)))[1])[1])[1])[1] END)[1];
+CREATE OR REPLACE MACRO insq(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', t := 1.0, min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('insq', rec, k))], lambda jrow: CASE WHEN (try_cast(t AS DOUBLE) IS NULL OR NOT isfinite(try_cast(t AS DOUBLE)) OR try_cast(t AS DOUBLE) <= 0) THEN error('insq: t must be a finite number > 0, got ' || coalesce(t::VARCHAR, 'NULL')) WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('insq: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('insq: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('insq: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('insq' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(w := list_transform(range(1, len(cw.g) + 2), lambda i: pow(2 * t::DOUBLE / (i + 2 * t::DOUBLE - 1), 2)))], lambda cv: coalesce(coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / nullif(coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + coalesce(list_sum(list_transform(range(len(cw.g) + 1, 1000 + 1), lambda i: pow(2 * t::DOUBLE / (i + 2 * t::DOUBLE - 1), 2))), 0.0), 0), 0.0))[1])[1])[1])[1] END)[1];
 
 COMMENT ON MACRO insq IS 'truth MAP(VARCHAR, DOUBLE): INSQ (Moffat et al.): INST''s continuation without the gain read. sum_i W(i) g(i), W(i) = prod_{m<i} C(m) / sum_{j<=1000} prod_{m<j} C(m), with C(i) = ((i + 2T - 1) / (i + 2T))^2. NULL only for a NULL rec, truth or k (0 for an empty rec).';
 
-CREATE OR REPLACE MACRO cwl_rbp(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', p := 0.9, min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('cwl_rbp', rec, k))], lambda jrow: CASE WHEN (try_cast(p AS DOUBLE) IS NULL OR NOT isfinite(try_cast(p AS DOUBLE)) OR try_cast(p AS DOUBLE) <= 0 OR try_cast(p AS DOUBLE) >= 1) THEN error('cwl_rbp: p must be a finite number > 0 and < 1, got ' || coalesce(p::VARCHAR, 'NULL')) WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('cwl_rbp: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('cwl_rbp: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('cwl_rbp: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('cwl_rbp' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(w := list_transform(range(1, len(cw.g) + 2), lambda i: pow(p::DOUBLE, i - 1)))], lambda cv: coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / (coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + (1 - pow(p::DOUBLE, 1000)) / (1 - p::DOUBLE) - coalesce(list_sum(list_transform(range(1, len(cw.g) + 1), lambda i: pow(p::DOUBLE, i - 1))), 0.0)))[1])[1])[1])[1] END)[1];
+CREATE OR REPLACE MACRO cwl_rbp(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', p := 0.9, min_rel := 0, max_rel := 1) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('cwl_rbp', rec, k))], lambda jrow: CASE WHEN (try_cast(p AS DOUBLE) IS NULL OR NOT isfinite(try_cast(p AS DOUBLE)) OR try_cast(p AS DOUBLE) <= 0 OR try_cast(p AS DOUBLE) >= 1) THEN error('cwl_rbp: p must be a finite number > 0 and < 1, got ' || coalesce(p::VARCHAR, 'NULL')) WHEN (try_cast(min_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_rel AS DOUBLE))) THEN error('cwl_rbp: min_rel must be a finite number, got ' || coalesce(min_rel::VARCHAR, 'NULL')) WHEN (try_cast(max_rel AS DOUBLE) IS NULL OR NOT isfinite(try_cast(max_rel AS DOUBLE))) THEN error('cwl_rbp: max_rel must be a finite number, got ' || coalesce(max_rel::VARCHAR, 'NULL')) WHEN max_rel::DOUBLE <= min_rel::DOUBLE THEN error('cwl_rbp: max_rel must be greater than min_rel, got max_rel ' || max_rel::VARCHAR || ' and min_rel ' || min_rel::VARCHAR) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('cwl_rbp' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch)], lambda jranks: list_transform([struct_pack(g := list_transform(list_slice(jranks.m.gains, 1, 1000), lambda x: CASE WHEN x IS NULL THEN 0.0 ELSE (least(greatest(x, 0.0, min_rel::DOUBLE), max_rel::DOUBLE) - min_rel::DOUBLE) / (max_rel::DOUBLE - min_rel::DOUBLE) END))], lambda cw: list_transform([struct_pack(w := list_transform(range(1, len(cw.g) + 2), lambda i: pow(p::DOUBLE, i - 1)))], lambda cv: coalesce(coalesce(list_sum(list_transform(cw.g, lambda x, i: cv.w[i] * x)), 0.0) / nullif(coalesce(list_sum(list_slice(cv.w, 1, len(cw.g))), 0.0) + (1 - pow(p::DOUBLE, 1000)) / (1 - p::DOUBLE) - coalesce(list_sum(list_transform(range(1, len(cw.g) + 1), lambda i: pow(p::DOUBLE, i - 1))), 0.0), 0), 0.0))[1])[1])[1])[1] END)[1];
 
 COMMENT ON MACRO cwl_rbp IS 'truth MAP(VARCHAR, DOUBLE): RBP as cwl_eval computes it: rank i weighted p^(i-1), over 1000 ranks, with scaled gains. sum_i W(i) g(i), W(i) = prod_{m<i} C(m) / sum_{j<=1000} prod_{m<j} C(m), with C(i) = p: (1 - p) / (1 - p^1000) sum_{i<=K} p^(i-1) g(i). NULL only for a NULL rec, truth or k (0 for an empty rec).';
 
@@ -639,9 +3601,9 @@ CREATE OR REPLACE MACRO r_precision_judged_only(rec, truth MAP(VARCHAR, DOUBLE),
 
 COMMENT ON MACRO r_precision_judged_only IS 'truth MAP(VARCHAR, DOUBLE): R-precision (trec_eval''s Rprec): precision after R = num_rel items, over the judged items of rec only (trec_eval''s -J, ir_measures'' judged_only=True). hits at ranks <= n, divided by n (rec shorter than n: all its hits / n); over rec without its unjudged items (not in truth, or of negative grade), cut at depth (K = min(depth, judged items), k = depth). 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k.';
 
-CREATE OR REPLACE MACRO iprec_at_recall_judged_only(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', recall := 0.0, depth := NULL, min_grade := NULL) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('iprec_at_recall_judged_only', rec, k))], lambda jrow: CASE WHEN (try_cast(recall AS DOUBLE) IS NULL OR NOT isfinite(try_cast(recall AS DOUBLE)) OR try_cast(recall AS DOUBLE) < 0 OR try_cast(recall AS DOUBLE) > 1) THEN error('iprec_at_recall_judged_only: recall must be a finite number >= 0 and <= 1, got ' || coalesce(recall::VARCHAR, 'NULL')) WHEN (depth IS NOT NULL AND (try_cast(depth AS DOUBLE) IS NULL OR NOT isfinite(try_cast(depth AS DOUBLE)) OR try_cast(depth AS DOUBLE) < 1 OR try_cast(depth AS DOUBLE) <> floor(try_cast(depth AS DOUBLE)))) THEN error('iprec_at_recall_judged_only: depth must be a whole number >= 1 or NULL, got ' || coalesce(depth::VARCHAR, 'NULL')) WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('iprec_at_recall_judged_only: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('iprec_at_recall_judged_only' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, pos_keys := list_transform(list_filter(jrow.entries, lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), judged_keys := list_transform(list_filter(jrow.entries, lambda e: e.value >= 0), lambda e: e.key), n := len(list_filter(jrow.entries, lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END))))], lambda jmatch: list_transform([struct_pack(m := jmatch, pos := list_sort(((CASE WHEN (len(jmatch.pos_keys) > 256 AND 35000 * (least(jmatch.cut, coalesce(len(jmatch.text), 0)) + len(jmatch.pos_keys)) < len(jmatch.pos_keys) * (5000 + 47 * len(jmatch.text) + 9 * len(jmatch.pos_keys)) AND 35000 * (least(jmatch.cut, coalesce(len(jmatch.text), 0)) + len(jmatch.pos_keys)) < 15000 + 1900 * len(jmatch.pos_keys) + least(jmatch.cut, coalesce(len(jmatch.text), 0)) * (900 + 105 * len(jmatch.pos_keys)) + 9 * len(jmatch.pos_keys) * len(jmatch.pos_keys)) THEN list_transform([list_sort(list_transform(list_concat(jmatch.pos_keys, jmatch.text[1:least(jmatch.cut, coalesce(len(jmatch.text), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(jmatch.pos_keys) THEN 0 ELSE i - len(jmatch.pos_keys) END}))], lambda s: struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), cut := jmatch.cut))[1] WHEN least(jmatch.cut, coalesce(len(jmatch.text), 0)) * (10 + len(jmatch.pos_keys)) * 2 <= len(jmatch.pos_keys) * (60 + len(jmatch.text)) THEN struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), pos := list_filter(range(1, least(jmatch.cut, coalesce(len(jmatch.text), 0)) + 1), lambda i: CASE WHEN list_contains(jmatch.pos_keys, jmatch.text[i]) THEN list_position(jmatch.text, jmatch.text[i]) = i ELSE false END), cut := jmatch.cut) ELSE list_transform([struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), cut := jmatch.cut, located := list_transform(jmatch.pos_keys, lambda t, j: CASE WHEN t IS NULL OR list_position(jmatch.pos_keys, t) <> j THEN NULL ELSE coalesce(list_position(jmatch.text, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), cut := s.cut))[1] END)).pos), judged := list_sort(((CASE WHEN (len(jmatch.judged_keys) > 256 AND 35000 * (least(jmatch.cut, coalesce(len(jmatch.text), 0)) + len(jmatch.judged_keys)) < len(jmatch.judged_keys) * (5000 + 47 * len(jmatch.text) + 9 * len(jmatch.judged_keys)) AND 35000 * (least(jmatch.cut, coalesce(len(jmatch.text), 0)) + len(jmatch.judged_keys)) < 15000 + 1900 * len(jmatch.judged_keys) + least(jmatch.cut, coalesce(len(jmatch.text), 0)) * (900 + 105 * len(jmatch.judged_keys)) + 9 * len(jmatch.judged_keys) * len(jmatch.judged_keys)) THEN list_transform([list_sort(list_transform(list_concat(jmatch.judged_keys, jmatch.text[1:least(jmatch.cut, coalesce(len(jmatch.text), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(jmatch.judged_keys) THEN 0 ELSE i - len(jmatch.judged_keys) END}))], lambda s: struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), cut := jmatch.cut))[1] WHEN least(jmatch.cut, coalesce(len(jmatch.text), 0)) * (10 + len(jmatch.judged_keys)) * 2 <= len(jmatch.judged_keys) * (60 + len(jmatch.text)) THEN struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), pos := list_filter(range(1, least(jmatch.cut, coalesce(len(jmatch.text), 0)) + 1), lambda i: CASE WHEN list_contains(jmatch.judged_keys, jmatch.text[i]) THEN list_position(jmatch.text, jmatch.text[i]) = i ELSE false END), cut := jmatch.cut) ELSE list_transform([struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), cut := jmatch.cut, located := list_transform(jmatch.judged_keys, lambda t, j: CASE WHEN t IS NULL OR list_position(jmatch.judged_keys, t) <> j THEN NULL ELSE coalesce(list_position(jmatch.text, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), cut := s.cut))[1] END)).pos))], lambda jranks: list_transform([struct_pack(judged := jranks.judged, cut := coalesce(try_cast(depth AS BIGINT), len(jranks.judged)))], lambda jo: list_transform([struct_pack(pos := list_filter(list_transform(jranks.pos, lambda q: list_position(jo.judged, q)), lambda r: r <= jo.cut), returned := least(jo.cut, len(jo.judged)), cut := jo.cut, n := jranks.m.n)], lambda jm: CASE WHEN trunc(try_cast(recall AS DOUBLE) * jm.n + 0.9)::BIGINT > len(jm.pos) THEN 0.0 ELSE coalesce(list_max(list_transform(list_slice(list_sort(jm.pos), greatest(trunc(try_cast(recall AS DOUBLE) * jm.n + 0.9)::BIGINT, 1), len(jm.pos)), lambda q, j: (j + greatest(trunc(try_cast(recall AS DOUBLE) * jm.n + 0.9)::BIGINT, 1) - 1) / q)), 0.0) END)[1])[1])[1])[1] END)[1];
+CREATE OR REPLACE MACRO iprec_at_recall_judged_only(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', recall := 0.0, rounding := 'trunc_plus_0.9', depth := NULL, min_grade := NULL) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('iprec_at_recall_judged_only', rec, k))], lambda jrow: CASE WHEN (try_cast(recall AS DOUBLE) IS NULL OR NOT isfinite(try_cast(recall AS DOUBLE)) OR try_cast(recall AS DOUBLE) < 0 OR try_cast(recall AS DOUBLE) > 1) THEN error('iprec_at_recall_judged_only: recall must be a finite number >= 0 and <= 1, got ' || coalesce(recall::VARCHAR, 'NULL')) WHEN rounding::VARCHAR IS NULL OR rounding::VARCHAR NOT IN ('nearest', 'trunc_plus_0.9') THEN error('iprec_at_recall_judged_only: rounding must be one of ''nearest'', ''trunc_plus_0.9'', got ' || coalesce(rounding::VARCHAR, 'NULL')) WHEN (depth IS NOT NULL AND (try_cast(depth AS DOUBLE) IS NULL OR NOT isfinite(try_cast(depth AS DOUBLE)) OR try_cast(depth AS DOUBLE) < 1 OR try_cast(depth AS DOUBLE) <> floor(try_cast(depth AS DOUBLE)))) THEN error('iprec_at_recall_judged_only: depth must be a whole number >= 1 or NULL, got ' || coalesce(depth::VARCHAR, 'NULL')) WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('iprec_at_recall_judged_only: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('iprec_at_recall_judged_only' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, pos_keys := list_transform(list_filter(jrow.entries, lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), judged_keys := list_transform(list_filter(jrow.entries, lambda e: e.value >= 0), lambda e: e.key), n := len(list_filter(jrow.entries, lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END))))], lambda jmatch: list_transform([struct_pack(m := jmatch, pos := list_sort(((CASE WHEN (len(jmatch.pos_keys) > 256 AND 35000 * (least(jmatch.cut, coalesce(len(jmatch.text), 0)) + len(jmatch.pos_keys)) < len(jmatch.pos_keys) * (5000 + 47 * len(jmatch.text) + 9 * len(jmatch.pos_keys)) AND 35000 * (least(jmatch.cut, coalesce(len(jmatch.text), 0)) + len(jmatch.pos_keys)) < 15000 + 1900 * len(jmatch.pos_keys) + least(jmatch.cut, coalesce(len(jmatch.text), 0)) * (900 + 105 * len(jmatch.pos_keys)) + 9 * len(jmatch.pos_keys) * len(jmatch.pos_keys)) THEN list_transform([list_sort(list_transform(list_concat(jmatch.pos_keys, jmatch.text[1:least(jmatch.cut, coalesce(len(jmatch.text), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(jmatch.pos_keys) THEN 0 ELSE i - len(jmatch.pos_keys) END}))], lambda s: struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), cut := jmatch.cut))[1] WHEN least(jmatch.cut, coalesce(len(jmatch.text), 0)) * (10 + len(jmatch.pos_keys)) * 2 <= len(jmatch.pos_keys) * (60 + len(jmatch.text)) THEN struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), pos := list_filter(range(1, least(jmatch.cut, coalesce(len(jmatch.text), 0)) + 1), lambda i: CASE WHEN list_contains(jmatch.pos_keys, jmatch.text[i]) THEN list_position(jmatch.text, jmatch.text[i]) = i ELSE false END), cut := jmatch.cut) ELSE list_transform([struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), cut := jmatch.cut, located := list_transform(jmatch.pos_keys, lambda t, j: CASE WHEN t IS NULL OR list_position(jmatch.pos_keys, t) <> j THEN NULL ELSE coalesce(list_position(jmatch.text, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), cut := s.cut))[1] END)).pos), judged := list_sort(((CASE WHEN (len(jmatch.judged_keys) > 256 AND 35000 * (least(jmatch.cut, coalesce(len(jmatch.text), 0)) + len(jmatch.judged_keys)) < len(jmatch.judged_keys) * (5000 + 47 * len(jmatch.text) + 9 * len(jmatch.judged_keys)) AND 35000 * (least(jmatch.cut, coalesce(len(jmatch.text), 0)) + len(jmatch.judged_keys)) < 15000 + 1900 * len(jmatch.judged_keys) + least(jmatch.cut, coalesce(len(jmatch.text), 0)) * (900 + 105 * len(jmatch.judged_keys)) + 9 * len(jmatch.judged_keys) * len(jmatch.judged_keys)) THEN list_transform([list_sort(list_transform(list_concat(jmatch.judged_keys, jmatch.text[1:least(jmatch.cut, coalesce(len(jmatch.text), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(jmatch.judged_keys) THEN 0 ELSE i - len(jmatch.judged_keys) END}))], lambda s: struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), cut := jmatch.cut))[1] WHEN least(jmatch.cut, coalesce(len(jmatch.text), 0)) * (10 + len(jmatch.judged_keys)) * 2 <= len(jmatch.judged_keys) * (60 + len(jmatch.text)) THEN struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), pos := list_filter(range(1, least(jmatch.cut, coalesce(len(jmatch.text), 0)) + 1), lambda i: CASE WHEN list_contains(jmatch.judged_keys, jmatch.text[i]) THEN list_position(jmatch.text, jmatch.text[i]) = i ELSE false END), cut := jmatch.cut) ELSE list_transform([struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), cut := jmatch.cut, located := list_transform(jmatch.judged_keys, lambda t, j: CASE WHEN t IS NULL OR list_position(jmatch.judged_keys, t) <> j THEN NULL ELSE coalesce(list_position(jmatch.text, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), cut := s.cut))[1] END)).pos))], lambda jranks: list_transform([struct_pack(judged := jranks.judged, cut := coalesce(try_cast(depth AS BIGINT), len(jranks.judged)))], lambda jo: list_transform([struct_pack(pos := list_filter(list_transform(jranks.pos, lambda q: list_position(jo.judged, q)), lambda r: r <= jo.cut), returned := least(jo.cut, len(jo.judged)), cut := jo.cut, n := jranks.m.n)], lambda jm: CASE WHEN CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(try_cast(recall AS DOUBLE) * jm.n)::BIGINT) ELSE (trunc(try_cast(recall AS DOUBLE) * jm.n + 0.9)::BIGINT) END > len(jm.pos) THEN 0.0 ELSE coalesce(list_max(list_transform(list_slice(list_sort(jm.pos), greatest(CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(try_cast(recall AS DOUBLE) * jm.n)::BIGINT) ELSE (trunc(try_cast(recall AS DOUBLE) * jm.n + 0.9)::BIGINT) END, 1), len(jm.pos)), lambda q, j: (j + greatest(CASE WHEN rounding::VARCHAR = 'nearest' THEN (round(try_cast(recall AS DOUBLE) * jm.n)::BIGINT) ELSE (trunc(try_cast(recall AS DOUBLE) * jm.n + 0.9)::BIGINT) END, 1) - 1) / q)), 0.0) END)[1])[1])[1])[1] END)[1];
 
-COMMENT ON MACRO iprec_at_recall_judged_only IS 'truth MAP(VARCHAR, DOUBLE): Interpolated precision at a recall level (trec_eval''s iprec_at_recall): the highest precision at any rank at or after the one where that share of the relevant items is found, over the judged items of rec only (trec_eval''s -J, ir_measures'' judged_only=True). c = trunc(recall * n + 0.9) (trec_eval 9 and pytrec_eval; trec_eval 10 rounds recall * n to the nearest integer instead); the max over hits j >= max(c, 1) of j / p_j, p_j the rank of the j-th hit; 0 when c > hits; over rec without its unjudged items (not in truth, or of negative grade), cut at depth (K = min(depth, judged items), k = depth). 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k.';
+COMMENT ON MACRO iprec_at_recall_judged_only IS 'truth MAP(VARCHAR, DOUBLE): Interpolated precision at a recall level (trec_eval''s iprec_at_recall): the highest precision at any rank at or after the one where that share of the relevant items is found, over the judged items of rec only (trec_eval''s -J, ir_measures'' judged_only=True). c = trunc(recall * n + 0.9) (rounding := ''trunc_plus_0.9'', the default: trec_eval 9 and pytrec_eval), or round(recall * n), halves away from zero (rounding := ''nearest'', trec_eval 10); the max over hits j >= max(c, 1) of j / p_j, p_j the rank of the j-th hit; 0 when c > hits; over rec without its unjudged items (not in truth, or of negative grade), cut at depth (K = min(depth, judged items), k = depth). 0 when truth has no relevant item or rec is empty (trec_eval''s value); NULL only for a NULL rec, truth or k.';
 
 CREATE OR REPLACE MACRO set_precision_judged_only(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', depth := NULL, min_grade := NULL) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('set_precision_judged_only', rec, k))], lambda jrow: CASE WHEN (depth IS NOT NULL AND (try_cast(depth AS DOUBLE) IS NULL OR NOT isfinite(try_cast(depth AS DOUBLE)) OR try_cast(depth AS DOUBLE) < 1 OR try_cast(depth AS DOUBLE) <> floor(try_cast(depth AS DOUBLE)))) THEN error('set_precision_judged_only: depth must be a whole number >= 1 or NULL, got ' || coalesce(depth::VARCHAR, 'NULL')) WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('set_precision_judged_only: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('set_precision_judged_only' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, pos_keys := list_transform(list_filter(jrow.entries, lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), judged_keys := list_transform(list_filter(jrow.entries, lambda e: e.value >= 0), lambda e: e.key), n := len(list_filter(jrow.entries, lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END))))], lambda jmatch: list_transform([struct_pack(m := jmatch, pos := list_sort(((CASE WHEN (len(jmatch.pos_keys) > 256 AND 35000 * (least(jmatch.cut, coalesce(len(jmatch.text), 0)) + len(jmatch.pos_keys)) < len(jmatch.pos_keys) * (5000 + 47 * len(jmatch.text) + 9 * len(jmatch.pos_keys)) AND 35000 * (least(jmatch.cut, coalesce(len(jmatch.text), 0)) + len(jmatch.pos_keys)) < 15000 + 1900 * len(jmatch.pos_keys) + least(jmatch.cut, coalesce(len(jmatch.text), 0)) * (900 + 105 * len(jmatch.pos_keys)) + 9 * len(jmatch.pos_keys) * len(jmatch.pos_keys)) THEN list_transform([list_sort(list_transform(list_concat(jmatch.pos_keys, jmatch.text[1:least(jmatch.cut, coalesce(len(jmatch.text), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(jmatch.pos_keys) THEN 0 ELSE i - len(jmatch.pos_keys) END}))], lambda s: struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), cut := jmatch.cut))[1] WHEN least(jmatch.cut, coalesce(len(jmatch.text), 0)) * (10 + len(jmatch.pos_keys)) * 2 <= len(jmatch.pos_keys) * (60 + len(jmatch.text)) THEN struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), pos := list_filter(range(1, least(jmatch.cut, coalesce(len(jmatch.text), 0)) + 1), lambda i: CASE WHEN list_contains(jmatch.pos_keys, jmatch.text[i]) THEN list_position(jmatch.text, jmatch.text[i]) = i ELSE false END), cut := jmatch.cut) ELSE list_transform([struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), cut := jmatch.cut, located := list_transform(jmatch.pos_keys, lambda t, j: CASE WHEN t IS NULL OR list_position(jmatch.pos_keys, t) <> j THEN NULL ELSE coalesce(list_position(jmatch.text, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), cut := s.cut))[1] END)).pos), judged := list_sort(((CASE WHEN (len(jmatch.judged_keys) > 256 AND 35000 * (least(jmatch.cut, coalesce(len(jmatch.text), 0)) + len(jmatch.judged_keys)) < len(jmatch.judged_keys) * (5000 + 47 * len(jmatch.text) + 9 * len(jmatch.judged_keys)) AND 35000 * (least(jmatch.cut, coalesce(len(jmatch.text), 0)) + len(jmatch.judged_keys)) < 15000 + 1900 * len(jmatch.judged_keys) + least(jmatch.cut, coalesce(len(jmatch.text), 0)) * (900 + 105 * len(jmatch.judged_keys)) + 9 * len(jmatch.judged_keys) * len(jmatch.judged_keys)) THEN list_transform([list_sort(list_transform(list_concat(jmatch.judged_keys, jmatch.text[1:least(jmatch.cut, coalesce(len(jmatch.text), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(jmatch.judged_keys) THEN 0 ELSE i - len(jmatch.judged_keys) END}))], lambda s: struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), cut := jmatch.cut))[1] WHEN least(jmatch.cut, coalesce(len(jmatch.text), 0)) * (10 + len(jmatch.judged_keys)) * 2 <= len(jmatch.judged_keys) * (60 + len(jmatch.text)) THEN struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), pos := list_filter(range(1, least(jmatch.cut, coalesce(len(jmatch.text), 0)) + 1), lambda i: CASE WHEN list_contains(jmatch.judged_keys, jmatch.text[i]) THEN list_position(jmatch.text, jmatch.text[i]) = i ELSE false END), cut := jmatch.cut) ELSE list_transform([struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), cut := jmatch.cut, located := list_transform(jmatch.judged_keys, lambda t, j: CASE WHEN t IS NULL OR list_position(jmatch.judged_keys, t) <> j THEN NULL ELSE coalesce(list_position(jmatch.text, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), cut := s.cut))[1] END)).pos))], lambda jranks: list_transform([struct_pack(judged := jranks.judged, cut := coalesce(try_cast(depth AS BIGINT), len(jranks.judged)))], lambda jo: list_transform([struct_pack(pos := list_filter(list_transform(jranks.pos, lambda q: list_position(jo.judged, q)), lambda r: r <= jo.cut), returned := least(jo.cut, len(jo.judged)), cut := jo.cut, n := jranks.m.n)], lambda jm: (CASE WHEN (jm.returned) = 0 THEN 0.0 ELSE (len(jm.pos)) / (jm.returned) END))[1])[1])[1])[1] END)[1];
 
@@ -662,3 +3624,46 @@ COMMENT ON MACRO set_map_judged_only IS 'truth MAP(VARCHAR, DOUBLE): trec_eval''
 CREATE OR REPLACE MACRO ndcg_judged_only(rec, truth MAP(VARCHAR, DOUBLE), k := 'all', gain := 'exponential', discount := 'log2', base := 2, ideal := 'min_k_truth', depth := NULL) AS list_transform([struct_pack(rec := rec, text := CAST(rec AS VARCHAR[]), truth := truth, entries := map_entries(truth), cut := duckrank_cutoff('ndcg_judged_only', rec, k))], lambda jrow: CASE WHEN gain::VARCHAR IS NULL OR gain::VARCHAR NOT IN ('exponential', 'linear') THEN error('ndcg_judged_only: gain must be one of ''exponential'', ''linear'', got ' || coalesce(gain::VARCHAR, 'NULL')) WHEN discount::VARCHAR IS NULL OR discount::VARCHAR NOT IN ('log2', 'jarvelin') THEN error('ndcg_judged_only: discount must be one of ''log2'', ''jarvelin'', got ' || coalesce(discount::VARCHAR, 'NULL')) WHEN try_cast(base AS DOUBLE) IS NULL OR NOT isfinite(try_cast(base AS DOUBLE)) OR try_cast(base AS DOUBLE) <= 1 THEN error('ndcg_judged_only: base must be a number > 1, got ' || coalesce(base::VARCHAR, 'NULL')) WHEN discount::VARCHAR = 'log2' AND try_cast(base AS DOUBLE) <> 2 THEN error('ndcg_judged_only: base applies to discount := ''jarvelin'' only, got base ' || base::VARCHAR || ' with discount ''log2''') WHEN ideal::VARCHAR IS NULL OR ideal::VARCHAR NOT IN ('min_k_truth', 'k') THEN error('ndcg_judged_only: ideal must be one of ''min_k_truth'', ''k'', got ' || coalesce(ideal::VARCHAR, 'NULL')) WHEN (depth IS NOT NULL AND (try_cast(depth AS DOUBLE) IS NULL OR NOT isfinite(try_cast(depth AS DOUBLE)) OR try_cast(depth AS DOUBLE) < 1 OR try_cast(depth AS DOUBLE) <> floor(try_cast(depth AS DOUBLE)))) THEN error('ndcg_judged_only: depth must be a whole number >= 1 or NULL, got ' || coalesce(depth::VARCHAR, 'NULL')) WHEN jrow.rec IS NULL OR jrow.truth IS NULL OR jrow.cut IS NULL THEN NULL WHEN len(list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('ndcg_judged_only' || ': the grade of item ' || (list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(jrow.truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(K := least(jrow.cut, len(jrow.rec)), cut := jrow.cut, text := jrow.text, judged_keys := list_transform(list_filter(jrow.entries, lambda e: e.value >= 0), lambda e: e.key), ideal := list_reverse_sort(list_filter(map_values(jrow.truth), lambda x: x > 0)), gains := list_transform(list_slice(jrow.text, 1, least(jrow.cut, coalesce(len(jrow.text), 0))), lambda x, i: CASE WHEN jrow.truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(jrow.text, x) = i THEN jrow.truth[x::VARCHAR] ELSE 0.0 END))], lambda jmatch: list_transform([struct_pack(m := jmatch, judged := list_sort(((CASE WHEN (len(jmatch.judged_keys) > 256 AND 35000 * (least(jmatch.cut, coalesce(len(jmatch.text), 0)) + len(jmatch.judged_keys)) < len(jmatch.judged_keys) * (5000 + 47 * len(jmatch.text) + 9 * len(jmatch.judged_keys)) AND 35000 * (least(jmatch.cut, coalesce(len(jmatch.text), 0)) + len(jmatch.judged_keys)) < 15000 + 1900 * len(jmatch.judged_keys) + least(jmatch.cut, coalesce(len(jmatch.text), 0)) * (900 + 105 * len(jmatch.judged_keys)) + 9 * len(jmatch.judged_keys) * len(jmatch.judged_keys)) THEN list_transform([list_sort(list_transform(list_concat(jmatch.judged_keys, jmatch.text[1:least(jmatch.cut, coalesce(len(jmatch.text), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(jmatch.judged_keys) THEN 0 ELSE i - len(jmatch.judged_keys) END}))], lambda s: struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), cut := jmatch.cut))[1] WHEN least(jmatch.cut, coalesce(len(jmatch.text), 0)) * (10 + len(jmatch.judged_keys)) * 2 <= len(jmatch.judged_keys) * (60 + len(jmatch.text)) THEN struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), pos := list_filter(range(1, least(jmatch.cut, coalesce(len(jmatch.text), 0)) + 1), lambda i: CASE WHEN list_contains(jmatch.judged_keys, jmatch.text[i]) THEN list_position(jmatch.text, jmatch.text[i]) = i ELSE false END), cut := jmatch.cut) ELSE list_transform([struct_pack(K := least(jmatch.cut, coalesce(len(jmatch.text), 0)), cut := jmatch.cut, located := list_transform(jmatch.judged_keys, lambda t, j: CASE WHEN t IS NULL OR list_position(jmatch.judged_keys, t) <> j THEN NULL ELSE coalesce(list_position(jmatch.text, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), cut := s.cut))[1] END)).pos))], lambda jranks: list_transform([struct_pack(judged := jranks.judged, cut := coalesce(try_cast(depth AS BIGINT), len(jranks.judged)))], lambda jo: list_transform([struct_pack(pos := list_filter(list_transform(list_filter(jo.judged, lambda q: jranks.m.gains[q] > 0), lambda q: list_position(jo.judged, q)), lambda r: r <= jo.cut), grades := list_transform(list_filter(list_filter(jo.judged, lambda q: jranks.m.gains[q] > 0), lambda q: list_position(jo.judged, q) <= jo.cut), lambda q: jranks.m.gains[q]), ideal := list_slice(jranks.m.ideal, 1, CASE WHEN depth IS NULL THEN len(jranks.m.ideal) ELSE jo.cut END), n := len(jranks.m.ideal), returned := least(jo.cut, len(jo.judged)), cut := jo.cut)], lambda jm: CASE WHEN jm.n = 0 THEN NULL WHEN jm.returned = 0 THEN 0.0 WHEN (jm.ideal[1] BETWEEN 0.001 AND 1000) THEN coalesce(list_sum(list_transform(jm.pos, lambda p, j: (CASE WHEN gain::VARCHAR = 'linear' THEN jm.grades[j] ELSE pow(2, jm.grades[j]) - 1 END) / (CASE WHEN discount::VARCHAR = 'jarvelin' THEN (CASE WHEN p <= try_cast(base AS DOUBLE) THEN 1.0 ELSE ln(p) / ln(try_cast(base AS DOUBLE)) END) ELSE log2(p + 1) END))), 0.0) / coalesce(list_sum(list_transform(CASE WHEN ideal::VARCHAR = 'k' THEN (CASE WHEN jm.cut > 1000000 THEN error('ndcg: ideal := ''k'' sums k discounts per row; k must be at most 1000000, got ' || (jm.cut)::VARCHAR) ELSE list_resize([]::DOUBLE[], jm.cut, jm.ideal[1]) END) ELSE (jm.ideal) END, lambda x, i: (CASE WHEN gain::VARCHAR = 'linear' THEN x ELSE pow(2, x) - 1 END) / (CASE WHEN discount::VARCHAR = 'jarvelin' THEN (CASE WHEN i <= try_cast(base AS DOUBLE) THEN 1.0 ELSE ln(i) / ln(try_cast(base AS DOUBLE)) END) ELSE log2(i + 1) END))), 0.0) ELSE coalesce(list_sum(list_transform(jm.pos, lambda p, j: (CASE WHEN gain::VARCHAR = 'linear' THEN jm.grades[j] / jm.ideal[1] ELSE CASE WHEN jm.ideal[1] > 1000 THEN pow(2, jm.grades[j] - jm.ideal[1]) - pow(2, -jm.ideal[1]) WHEN jm.grades[j] < 0.001 THEN ((jm.grades[j] * ln(2)) * (1 + (jm.grades[j] * ln(2)) / 2 * (1 + (jm.grades[j] * ln(2)) / 3 * (1 + (jm.grades[j] * ln(2)) / 4 * (1 + (jm.grades[j] * ln(2)) / 5 * (1 + (jm.grades[j] * ln(2)) / 6 * 1)))))) ELSE pow(2, jm.grades[j]) - 1 END END) / (CASE WHEN discount::VARCHAR = 'jarvelin' THEN (CASE WHEN p <= try_cast(base AS DOUBLE) THEN 1.0 ELSE ln(p) / ln(try_cast(base AS DOUBLE)) END) ELSE log2(p + 1) END))), 0.0) / coalesce(list_sum(list_transform(CASE WHEN ideal::VARCHAR = 'k' THEN (CASE WHEN jm.cut > 1000000 THEN error('ndcg: ideal := ''k'' sums k discounts per row; k must be at most 1000000, got ' || (jm.cut)::VARCHAR) ELSE list_resize([]::DOUBLE[], jm.cut, jm.ideal[1]) END) ELSE (jm.ideal) END, lambda x, i: (CASE WHEN gain::VARCHAR = 'linear' THEN x / jm.ideal[1] ELSE CASE WHEN jm.ideal[1] > 1000 THEN pow(2, x - jm.ideal[1]) - pow(2, -jm.ideal[1]) WHEN x < 0.001 THEN ((x * ln(2)) * (1 + (x * ln(2)) / 2 * (1 + (x * ln(2)) / 3 * (1 + (x * ln(2)) / 4 * (1 + (x * ln(2)) / 5 * (1 + (x * ln(2)) / 6 * 1)))))) ELSE pow(2, x) - 1 END END) / (CASE WHEN discount::VARCHAR = 'jarvelin' THEN (CASE WHEN i <= try_cast(base AS DOUBLE) THEN 1.0 ELSE ln(i) / ln(try_cast(base AS DOUBLE)) END) ELSE log2(i + 1) END))), 0.0) END)[1])[1])[1])[1] END)[1];
 
 COMMENT ON MACRO ndcg_judged_only IS 'truth MAP(VARCHAR, DOUBLE): nDCG over graded truth, over the judged items of rec only (trec_eval''s -J, ir_measures'' nDCG(judged_only=True)). DCG / IDCG, DCG = sum over ranks i <= K of gain(g_i) / disc(i), g_i the grade of the item at rank i (0 when it has none); IDCG = the same sum over the min(k, n) largest grades of truth, sorted by duckrank (ideal := ''k'': k times the largest); gain(g) = 2^g - 1 (or g), disc(i) = log2(i + 1) (or Järvelin''s); over rec without its unjudged items (not in truth, or of negative grade), cut at depth; without depth the ideal list holds every positive grade of truth (trec_eval''s ndcg). NULL when truth has no positive grade. 0 when the top K is empty (empty rec).';
+
+CREATE OR REPLACE MACRO f_beta(rec, truth, k := 'all', beta := 1.0, denominator := 'k') AS CASE WHEN (try_cast(beta AS DOUBLE) IS NULL OR NOT isfinite(try_cast(beta AS DOUBLE)) OR try_cast(beta AS DOUBLE) <= 0) THEN error('f_beta: beta must be a finite number > 0, got ' || coalesce(beta::VARCHAR, 'NULL')) WHEN denominator::VARCHAR IS NULL OR denominator::VARCHAR NOT IN ('k', 'returned') THEN error('f_beta: denominator must be one of ''k'', ''returned'', got ' || coalesce(denominator::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('f_beta', rec, k) IS NULL THEN NULL ELSE CASE WHEN duckrank_id_pair('f_beta', rec, truth) <> 'as is' THEN list_transform([duckrank_converted_match('f_beta', rec, truth, duckrank_cutoff('f_beta', rec, k))], lambda m: CASE WHEN m.n = 0 OR (CASE WHEN denominator::VARCHAR = 'k' THEN m.cut ELSE m.K END) = 0 THEN NULL ELSE (1 + beta::DOUBLE * beta::DOUBLE) * len(m.pos) / (beta::DOUBLE * beta::DOUBLE * m.n + CASE WHEN denominator::VARCHAR = 'k' THEN m.cut ELSE m.K END) END)[1] ELSE list_transform([(CASE WHEN (len(truth) > 256 AND 35000 * (least(duckrank_cutoff('f_beta', rec, k), coalesce(len(rec), 0)) + len(truth)) < len(truth) * (5000 + 47 * len(rec) + 9 * len(truth)) AND 35000 * (least(duckrank_cutoff('f_beta', rec, k), coalesce(len(rec), 0)) + len(truth)) < 15000 + 1900 * len(truth) + least(duckrank_cutoff('f_beta', rec, k), coalesce(len(rec), 0)) * (900 + 105 * len(truth)) + 9 * len(truth) * len(truth)) THEN list_transform([list_sort(list_transform(list_concat(truth, rec[1:least(duckrank_cutoff('f_beta', rec, k), coalesce(len(rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(truth) THEN 0 ELSE i - len(truth) END}))], lambda s: struct_pack(K := least(duckrank_cutoff('f_beta', rec, k), coalesce(len(rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := duckrank_cutoff('f_beta', rec, k)))[1] WHEN least(duckrank_cutoff('f_beta', rec, k), coalesce(len(rec), 0)) * (10 + len(truth)) * 2 <= len(truth) * (60 + len(rec)) THEN struct_pack(K := least(duckrank_cutoff('f_beta', rec, k), coalesce(len(rec), 0)), pos := list_filter(range(1, least(duckrank_cutoff('f_beta', rec, k), coalesce(len(rec), 0)) + 1), lambda i: CASE WHEN list_contains(truth, rec[i]) THEN list_position(rec, rec[i]) = i ELSE false END), n := len(list_filter(truth, lambda t, j: t IS NOT NULL AND list_position(truth, t) = j)), cut := duckrank_cutoff('f_beta', rec, k)) ELSE list_transform([struct_pack(K := least(duckrank_cutoff('f_beta', rec, k), coalesce(len(rec), 0)), cut := duckrank_cutoff('f_beta', rec, k), located := list_transform(truth, lambda t, j: CASE WHEN t IS NULL OR list_position(truth, t) <> j THEN NULL ELSE coalesce(list_position(rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: CASE WHEN m.n = 0 OR (CASE WHEN denominator::VARCHAR = 'k' THEN m.cut ELSE m.K END) = 0 THEN NULL ELSE (1 + beta::DOUBLE * beta::DOUBLE) * len(m.pos) / (beta::DOUBLE * beta::DOUBLE * m.n + CASE WHEN denominator::VARCHAR = 'k' THEN m.cut ELSE m.K END) END)[1] END END,
+  (rec, truth MAP(VARCHAR, DOUBLE), k := 'all', beta := 1.0, denominator := 'k', min_grade := NULL) AS CASE WHEN (try_cast(beta AS DOUBLE) IS NULL OR NOT isfinite(try_cast(beta AS DOUBLE)) OR try_cast(beta AS DOUBLE) <= 0) THEN error('f_beta: beta must be a finite number > 0, got ' || coalesce(beta::VARCHAR, 'NULL')) WHEN denominator::VARCHAR IS NULL OR denominator::VARCHAR NOT IN ('k', 'returned') THEN error('f_beta: denominator must be one of ''k'', ''returned'', got ' || coalesce(denominator::VARCHAR, 'NULL')) WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('f_beta: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('f_beta', rec, k) IS NULL THEN NULL WHEN len(list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('f_beta' || ': the grade of item ' || (list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(rec := CAST(rec AS VARCHAR[]), truth := list_transform(list_filter(map_entries(truth), lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), cut := duckrank_cutoff('f_beta', rec, k))], lambda r: list_transform([(CASE WHEN (len(r.truth) > 256 AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < len(r.truth) * (5000 + 47 * len(r.rec) + 9 * len(r.truth)) AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < 15000 + 1900 * len(r.truth) + least(r.cut, coalesce(len(r.rec), 0)) * (900 + 105 * len(r.truth)) + 9 * len(r.truth) * len(r.truth)) THEN list_transform([list_sort(list_transform(list_concat(r.truth, r.rec[1:least(r.cut, coalesce(len(r.rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(r.truth) THEN 0 ELSE i - len(r.truth) END}))], lambda s: struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := r.cut))[1] WHEN least(r.cut, coalesce(len(r.rec), 0)) * (10 + len(r.truth)) * 2 <= len(r.truth) * (60 + len(r.rec)) THEN struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_filter(range(1, least(r.cut, coalesce(len(r.rec), 0)) + 1), lambda i: CASE WHEN list_contains(r.truth, r.rec[i]) THEN list_position(r.rec, r.rec[i]) = i ELSE false END), n := len(list_filter(r.truth, lambda t, j: t IS NOT NULL AND list_position(r.truth, t) = j)), cut := r.cut) ELSE list_transform([struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), cut := r.cut, located := list_transform(r.truth, lambda t, j: CASE WHEN t IS NULL OR list_position(r.truth, t) <> j THEN NULL ELSE coalesce(list_position(r.rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: CASE WHEN m.n = 0 OR (CASE WHEN denominator::VARCHAR = 'k' THEN m.cut ELSE m.K END) = 0 THEN NULL ELSE (1 + beta::DOUBLE * beta::DOUBLE) * len(m.pos) / (beta::DOUBLE * beta::DOUBLE * m.n + CASE WHEN denominator::VARCHAR = 'k' THEN m.cut ELSE m.K END) END)[1])[1] END;
+
+COMMENT ON MACRO f_beta IS 'F-beta@k (RecTools'' F1Beta, Elliot''s F1): the weighted harmonic mean of precision@k and recall@k. (1 + beta^2) P R / (beta^2 P + R), P = hits / k (denominator := ''returned'': hits / K), R = hits / |truth|; equal to (1 + beta^2) hits / (beta^2 |truth| + k); 0 when the top K has no hit. NULL when truth has no item (RecTools divides by 0 there) or the precision''s denominator is 0 (k omitted with an empty rec). | truth MAP(VARCHAR, DOUBLE): F-beta@k (RecTools'' F1Beta, Elliot''s F1): the weighted harmonic mean of precision@k and recall@k. (1 + beta^2) P R / (beta^2 P + R), P = hits / k (denominator := ''returned'': hits / K), R = hits / |truth|; equal to (1 + beta^2) hits / (beta^2 |truth| + k); 0 when the top K has no hit. NULL when truth has no item (RecTools divides by 0 there) or the precision''s denominator is 0 (k omitted with an empty rec).';
+
+CREATE OR REPLACE MACRO mcc(rec, truth, k := 'all', catalog_size := NULL) AS CASE WHEN (catalog_size IS NOT NULL AND (try_cast(catalog_size AS DOUBLE) IS NULL OR NOT isfinite(try_cast(catalog_size AS DOUBLE)) OR try_cast(catalog_size AS DOUBLE) < 1)) THEN error('mcc: catalog_size must be a finite number >= 1 or NULL, got ' || coalesce(catalog_size::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('mcc', rec, k) IS NULL THEN NULL ELSE CASE WHEN duckrank_id_pair('mcc', rec, truth) <> 'as is' THEN list_transform([duckrank_converted_match('mcc', rec, truth, duckrank_cutoff('mcc', rec, k))], lambda m: CASE WHEN m.n = 0 OR catalog_size IS NULL THEN NULL WHEN catalog_size::DOUBLE - m.cut - (m.n - len(m.pos)) < 0 THEN error('mcc: catalog_size must be at least k plus the relevant items not recommended, got ' || catalog_size::VARCHAR) ELSE list_transform([struct_pack(tp := len(m.pos)::DOUBLE, fp := (m.cut - len(m.pos))::DOUBLE, fn := (m.n - len(m.pos))::DOUBLE, tn := catalog_size::DOUBLE - m.cut - (m.n - len(m.pos)))], lambda c: CASE WHEN (c.tp + c.fp) * (c.tp + c.fn) * (c.tn + c.fp) * (c.tn + c.fn) = 0 THEN 0.0 ELSE (c.tp * c.tn - c.fp * c.fn) / sqrt((c.tp + c.fp) * (c.tp + c.fn) * (c.tn + c.fp) * (c.tn + c.fn)) END)[1] END)[1] ELSE list_transform([(CASE WHEN (len(truth) > 256 AND 35000 * (least(duckrank_cutoff('mcc', rec, k), coalesce(len(rec), 0)) + len(truth)) < len(truth) * (5000 + 47 * len(rec) + 9 * len(truth)) AND 35000 * (least(duckrank_cutoff('mcc', rec, k), coalesce(len(rec), 0)) + len(truth)) < 15000 + 1900 * len(truth) + least(duckrank_cutoff('mcc', rec, k), coalesce(len(rec), 0)) * (900 + 105 * len(truth)) + 9 * len(truth) * len(truth)) THEN list_transform([list_sort(list_transform(list_concat(truth, rec[1:least(duckrank_cutoff('mcc', rec, k), coalesce(len(rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(truth) THEN 0 ELSE i - len(truth) END}))], lambda s: struct_pack(K := least(duckrank_cutoff('mcc', rec, k), coalesce(len(rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := duckrank_cutoff('mcc', rec, k)))[1] WHEN least(duckrank_cutoff('mcc', rec, k), coalesce(len(rec), 0)) * (10 + len(truth)) * 2 <= len(truth) * (60 + len(rec)) THEN struct_pack(K := least(duckrank_cutoff('mcc', rec, k), coalesce(len(rec), 0)), pos := list_filter(range(1, least(duckrank_cutoff('mcc', rec, k), coalesce(len(rec), 0)) + 1), lambda i: CASE WHEN list_contains(truth, rec[i]) THEN list_position(rec, rec[i]) = i ELSE false END), n := len(list_filter(truth, lambda t, j: t IS NOT NULL AND list_position(truth, t) = j)), cut := duckrank_cutoff('mcc', rec, k)) ELSE list_transform([struct_pack(K := least(duckrank_cutoff('mcc', rec, k), coalesce(len(rec), 0)), cut := duckrank_cutoff('mcc', rec, k), located := list_transform(truth, lambda t, j: CASE WHEN t IS NULL OR list_position(truth, t) <> j THEN NULL ELSE coalesce(list_position(rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: CASE WHEN m.n = 0 OR catalog_size IS NULL THEN NULL WHEN catalog_size::DOUBLE - m.cut - (m.n - len(m.pos)) < 0 THEN error('mcc: catalog_size must be at least k plus the relevant items not recommended, got ' || catalog_size::VARCHAR) ELSE list_transform([struct_pack(tp := len(m.pos)::DOUBLE, fp := (m.cut - len(m.pos))::DOUBLE, fn := (m.n - len(m.pos))::DOUBLE, tn := catalog_size::DOUBLE - m.cut - (m.n - len(m.pos)))], lambda c: CASE WHEN (c.tp + c.fp) * (c.tp + c.fn) * (c.tn + c.fp) * (c.tn + c.fn) = 0 THEN 0.0 ELSE (c.tp * c.tn - c.fp * c.fn) / sqrt((c.tp + c.fp) * (c.tp + c.fn) * (c.tn + c.fp) * (c.tn + c.fn)) END)[1] END)[1] END END,
+  (rec, truth MAP(VARCHAR, DOUBLE), k := 'all', catalog_size := NULL, min_grade := NULL) AS CASE WHEN (catalog_size IS NOT NULL AND (try_cast(catalog_size AS DOUBLE) IS NULL OR NOT isfinite(try_cast(catalog_size AS DOUBLE)) OR try_cast(catalog_size AS DOUBLE) < 1)) THEN error('mcc: catalog_size must be a finite number >= 1 or NULL, got ' || coalesce(catalog_size::VARCHAR, 'NULL')) WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('mcc: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('mcc', rec, k) IS NULL THEN NULL WHEN len(list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('mcc' || ': the grade of item ' || (list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(rec := CAST(rec AS VARCHAR[]), truth := list_transform(list_filter(map_entries(truth), lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), cut := duckrank_cutoff('mcc', rec, k))], lambda r: list_transform([(CASE WHEN (len(r.truth) > 256 AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < len(r.truth) * (5000 + 47 * len(r.rec) + 9 * len(r.truth)) AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < 15000 + 1900 * len(r.truth) + least(r.cut, coalesce(len(r.rec), 0)) * (900 + 105 * len(r.truth)) + 9 * len(r.truth) * len(r.truth)) THEN list_transform([list_sort(list_transform(list_concat(r.truth, r.rec[1:least(r.cut, coalesce(len(r.rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(r.truth) THEN 0 ELSE i - len(r.truth) END}))], lambda s: struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := r.cut))[1] WHEN least(r.cut, coalesce(len(r.rec), 0)) * (10 + len(r.truth)) * 2 <= len(r.truth) * (60 + len(r.rec)) THEN struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_filter(range(1, least(r.cut, coalesce(len(r.rec), 0)) + 1), lambda i: CASE WHEN list_contains(r.truth, r.rec[i]) THEN list_position(r.rec, r.rec[i]) = i ELSE false END), n := len(list_filter(r.truth, lambda t, j: t IS NOT NULL AND list_position(r.truth, t) = j)), cut := r.cut) ELSE list_transform([struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), cut := r.cut, located := list_transform(r.truth, lambda t, j: CASE WHEN t IS NULL OR list_position(r.truth, t) <> j THEN NULL ELSE coalesce(list_position(r.rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: CASE WHEN m.n = 0 OR catalog_size IS NULL THEN NULL WHEN catalog_size::DOUBLE - m.cut - (m.n - len(m.pos)) < 0 THEN error('mcc: catalog_size must be at least k plus the relevant items not recommended, got ' || catalog_size::VARCHAR) ELSE list_transform([struct_pack(tp := len(m.pos)::DOUBLE, fp := (m.cut - len(m.pos))::DOUBLE, fn := (m.n - len(m.pos))::DOUBLE, tn := catalog_size::DOUBLE - m.cut - (m.n - len(m.pos)))], lambda c: CASE WHEN (c.tp + c.fp) * (c.tp + c.fn) * (c.tn + c.fp) * (c.tn + c.fn) = 0 THEN 0.0 ELSE (c.tp * c.tn - c.fp * c.fn) / sqrt((c.tp + c.fp) * (c.tp + c.fn) * (c.tn + c.fp) * (c.tn + c.fn)) END)[1] END)[1])[1] END;
+
+COMMENT ON MACRO mcc IS 'Matthews correlation coefficient@k (RecTools'' MCC): the correlation between ''recommended in the top k'' and ''relevant'' over the catalogue. (TP TN - FP FN) / sqrt((TP + FP)(TP + FN)(TN + FP)(TN + FN)), TP = hits, FP = k - hits, FN = |truth| - hits, TN = catalog_size - k - FN; 0 when the denominator is 0 (RecTools). NULL when truth has no item or catalog_size is NULL (not given). An error when catalog_size is smaller than k + FN (a negative TN). | truth MAP(VARCHAR, DOUBLE): Matthews correlation coefficient@k (RecTools'' MCC): the correlation between ''recommended in the top k'' and ''relevant'' over the catalogue. (TP TN - FP FN) / sqrt((TP + FP)(TP + FN)(TN + FP)(TN + FN)), TP = hits, FP = k - hits, FN = |truth| - hits, TN = catalog_size - k - FN; 0 when the denominator is 0 (RecTools). NULL when truth has no item or catalog_size is NULL (not given). An error when catalog_size is smaller than k + FN (a negative TN).';
+
+CREATE OR REPLACE MACRO partial_auc(rec, truth, k := 'all', negatives := NULL) AS CASE WHEN (negatives IS NOT NULL AND (try_cast(negatives AS DOUBLE) IS NULL OR NOT isfinite(try_cast(negatives AS DOUBLE)) OR try_cast(negatives AS DOUBLE) < 1)) THEN error('partial_auc: negatives must be a finite number >= 1 or NULL, got ' || coalesce(negatives::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('partial_auc', rec, k) IS NULL THEN NULL ELSE CASE WHEN duckrank_id_pair('partial_auc', rec, truth) <> 'as is' THEN list_transform([duckrank_converted_match('partial_auc', rec, truth, duckrank_cutoff('partial_auc', rec, k))], lambda m: CASE WHEN m.n = 0 OR negatives IS NULL THEN NULL ELSE coalesce(list_sum(list_transform(list_sort(m.pos), lambda p, j: greatest(negatives::DOUBLE - (p - j), 0))), 0) / (m.n * negatives::DOUBLE) END)[1] ELSE list_transform([(CASE WHEN (len(truth) > 256 AND 35000 * (least(duckrank_cutoff('partial_auc', rec, k), coalesce(len(rec), 0)) + len(truth)) < len(truth) * (5000 + 47 * len(rec) + 9 * len(truth)) AND 35000 * (least(duckrank_cutoff('partial_auc', rec, k), coalesce(len(rec), 0)) + len(truth)) < 15000 + 1900 * len(truth) + least(duckrank_cutoff('partial_auc', rec, k), coalesce(len(rec), 0)) * (900 + 105 * len(truth)) + 9 * len(truth) * len(truth)) THEN list_transform([list_sort(list_transform(list_concat(truth, rec[1:least(duckrank_cutoff('partial_auc', rec, k), coalesce(len(rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(truth) THEN 0 ELSE i - len(truth) END}))], lambda s: struct_pack(K := least(duckrank_cutoff('partial_auc', rec, k), coalesce(len(rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := duckrank_cutoff('partial_auc', rec, k)))[1] WHEN least(duckrank_cutoff('partial_auc', rec, k), coalesce(len(rec), 0)) * (10 + len(truth)) * 2 <= len(truth) * (60 + len(rec)) THEN struct_pack(K := least(duckrank_cutoff('partial_auc', rec, k), coalesce(len(rec), 0)), pos := list_filter(range(1, least(duckrank_cutoff('partial_auc', rec, k), coalesce(len(rec), 0)) + 1), lambda i: CASE WHEN list_contains(truth, rec[i]) THEN list_position(rec, rec[i]) = i ELSE false END), n := len(list_filter(truth, lambda t, j: t IS NOT NULL AND list_position(truth, t) = j)), cut := duckrank_cutoff('partial_auc', rec, k)) ELSE list_transform([struct_pack(K := least(duckrank_cutoff('partial_auc', rec, k), coalesce(len(rec), 0)), cut := duckrank_cutoff('partial_auc', rec, k), located := list_transform(truth, lambda t, j: CASE WHEN t IS NULL OR list_position(truth, t) <> j THEN NULL ELSE coalesce(list_position(rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: CASE WHEN m.n = 0 OR negatives IS NULL THEN NULL ELSE coalesce(list_sum(list_transform(list_sort(m.pos), lambda p, j: greatest(negatives::DOUBLE - (p - j), 0))), 0) / (m.n * negatives::DOUBLE) END)[1] END END,
+  (rec, truth MAP(VARCHAR, DOUBLE), k := 'all', negatives := NULL, min_grade := NULL) AS CASE WHEN (negatives IS NOT NULL AND (try_cast(negatives AS DOUBLE) IS NULL OR NOT isfinite(try_cast(negatives AS DOUBLE)) OR try_cast(negatives AS DOUBLE) < 1)) THEN error('partial_auc: negatives must be a finite number >= 1 or NULL, got ' || coalesce(negatives::VARCHAR, 'NULL')) WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('partial_auc: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('partial_auc', rec, k) IS NULL THEN NULL WHEN len(list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('partial_auc' || ': the grade of item ' || (list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(rec := CAST(rec AS VARCHAR[]), truth := list_transform(list_filter(map_entries(truth), lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), cut := duckrank_cutoff('partial_auc', rec, k))], lambda r: list_transform([(CASE WHEN (len(r.truth) > 256 AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < len(r.truth) * (5000 + 47 * len(r.rec) + 9 * len(r.truth)) AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < 15000 + 1900 * len(r.truth) + least(r.cut, coalesce(len(r.rec), 0)) * (900 + 105 * len(r.truth)) + 9 * len(r.truth) * len(r.truth)) THEN list_transform([list_sort(list_transform(list_concat(r.truth, r.rec[1:least(r.cut, coalesce(len(r.rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(r.truth) THEN 0 ELSE i - len(r.truth) END}))], lambda s: struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := r.cut))[1] WHEN least(r.cut, coalesce(len(r.rec), 0)) * (10 + len(r.truth)) * 2 <= len(r.truth) * (60 + len(r.rec)) THEN struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_filter(range(1, least(r.cut, coalesce(len(r.rec), 0)) + 1), lambda i: CASE WHEN list_contains(r.truth, r.rec[i]) THEN list_position(r.rec, r.rec[i]) = i ELSE false END), n := len(list_filter(r.truth, lambda t, j: t IS NOT NULL AND list_position(r.truth, t) = j)), cut := r.cut) ELSE list_transform([struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), cut := r.cut, located := list_transform(r.truth, lambda t, j: CASE WHEN t IS NULL OR list_position(r.truth, t) <> j THEN NULL ELSE coalesce(list_position(r.rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: CASE WHEN m.n = 0 OR negatives IS NULL THEN NULL ELSE coalesce(list_sum(list_transform(list_sort(m.pos), lambda p, j: greatest(negatives::DOUBLE - (p - j), 0))), 0) / (m.n * negatives::DOUBLE) END)[1])[1] END;
+
+COMMENT ON MACRO partial_auc IS 'Partial AUC (RecTools'' PartialAUC): the ROC AUC of every relevant item against the `negatives` top-ranked non-relevant items. sum over the hits j (ascending position p_j, rank j among the hits, m_j = p_j - j non-hits above it) of max(N - m_j, 0), divided by |truth| N, N = negatives; relevant items not in the top K count as ranked below every negative. NULL when truth has no item or negatives is NULL (not given). | truth MAP(VARCHAR, DOUBLE): Partial AUC (RecTools'' PartialAUC): the ROC AUC of every relevant item against the `negatives` top-ranked non-relevant items. sum over the hits j (ascending position p_j, rank j among the hits, m_j = p_j - j non-hits above it) of max(N - m_j, 0), divided by |truth| N, N = negatives; relevant items not in the top K count as ranked below every negative. NULL when truth has no item or negatives is NULL (not given).';
+
+CREATE OR REPLACE MACRO pap(rec, truth, k := 'all', negatives := NULL) AS CASE WHEN (negatives IS NOT NULL AND (try_cast(negatives AS DOUBLE) IS NULL OR NOT isfinite(try_cast(negatives AS DOUBLE)) OR try_cast(negatives AS DOUBLE) < 1)) THEN error('pap: negatives must be a finite number >= 1 or NULL, got ' || coalesce(negatives::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('pap', rec, k) IS NULL THEN NULL ELSE CASE WHEN duckrank_id_pair('pap', rec, truth) <> 'as is' THEN list_transform([duckrank_converted_match('pap', rec, truth, duckrank_cutoff('pap', rec, k))], lambda m: CASE WHEN m.n = 0 OR negatives IS NULL THEN NULL ELSE coalesce(list_sum(list_transform(list_sort(m.pos), lambda p, j: CASE WHEN j <= negatives::DOUBLE THEN greatest(negatives::DOUBLE - (p - j), 0) ELSE 0 END)), 0) / (least(m.n, negatives::DOUBLE) * negatives::DOUBLE) END)[1] ELSE list_transform([(CASE WHEN (len(truth) > 256 AND 35000 * (least(duckrank_cutoff('pap', rec, k), coalesce(len(rec), 0)) + len(truth)) < len(truth) * (5000 + 47 * len(rec) + 9 * len(truth)) AND 35000 * (least(duckrank_cutoff('pap', rec, k), coalesce(len(rec), 0)) + len(truth)) < 15000 + 1900 * len(truth) + least(duckrank_cutoff('pap', rec, k), coalesce(len(rec), 0)) * (900 + 105 * len(truth)) + 9 * len(truth) * len(truth)) THEN list_transform([list_sort(list_transform(list_concat(truth, rec[1:least(duckrank_cutoff('pap', rec, k), coalesce(len(rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(truth) THEN 0 ELSE i - len(truth) END}))], lambda s: struct_pack(K := least(duckrank_cutoff('pap', rec, k), coalesce(len(rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := duckrank_cutoff('pap', rec, k)))[1] WHEN least(duckrank_cutoff('pap', rec, k), coalesce(len(rec), 0)) * (10 + len(truth)) * 2 <= len(truth) * (60 + len(rec)) THEN struct_pack(K := least(duckrank_cutoff('pap', rec, k), coalesce(len(rec), 0)), pos := list_filter(range(1, least(duckrank_cutoff('pap', rec, k), coalesce(len(rec), 0)) + 1), lambda i: CASE WHEN list_contains(truth, rec[i]) THEN list_position(rec, rec[i]) = i ELSE false END), n := len(list_filter(truth, lambda t, j: t IS NOT NULL AND list_position(truth, t) = j)), cut := duckrank_cutoff('pap', rec, k)) ELSE list_transform([struct_pack(K := least(duckrank_cutoff('pap', rec, k), coalesce(len(rec), 0)), cut := duckrank_cutoff('pap', rec, k), located := list_transform(truth, lambda t, j: CASE WHEN t IS NULL OR list_position(truth, t) <> j THEN NULL ELSE coalesce(list_position(rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: CASE WHEN m.n = 0 OR negatives IS NULL THEN NULL ELSE coalesce(list_sum(list_transform(list_sort(m.pos), lambda p, j: CASE WHEN j <= negatives::DOUBLE THEN greatest(negatives::DOUBLE - (p - j), 0) ELSE 0 END)), 0) / (least(m.n, negatives::DOUBLE) * negatives::DOUBLE) END)[1] END END,
+  (rec, truth MAP(VARCHAR, DOUBLE), k := 'all', negatives := NULL, min_grade := NULL) AS CASE WHEN (negatives IS NOT NULL AND (try_cast(negatives AS DOUBLE) IS NULL OR NOT isfinite(try_cast(negatives AS DOUBLE)) OR try_cast(negatives AS DOUBLE) < 1)) THEN error('pap: negatives must be a finite number >= 1 or NULL, got ' || coalesce(negatives::VARCHAR, 'NULL')) WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('pap: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('pap', rec, k) IS NULL THEN NULL WHEN len(list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('pap' || ': the grade of item ' || (list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(rec := CAST(rec AS VARCHAR[]), truth := list_transform(list_filter(map_entries(truth), lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), cut := duckrank_cutoff('pap', rec, k))], lambda r: list_transform([(CASE WHEN (len(r.truth) > 256 AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < len(r.truth) * (5000 + 47 * len(r.rec) + 9 * len(r.truth)) AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < 15000 + 1900 * len(r.truth) + least(r.cut, coalesce(len(r.rec), 0)) * (900 + 105 * len(r.truth)) + 9 * len(r.truth) * len(r.truth)) THEN list_transform([list_sort(list_transform(list_concat(r.truth, r.rec[1:least(r.cut, coalesce(len(r.rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(r.truth) THEN 0 ELSE i - len(r.truth) END}))], lambda s: struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := r.cut))[1] WHEN least(r.cut, coalesce(len(r.rec), 0)) * (10 + len(r.truth)) * 2 <= len(r.truth) * (60 + len(r.rec)) THEN struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_filter(range(1, least(r.cut, coalesce(len(r.rec), 0)) + 1), lambda i: CASE WHEN list_contains(r.truth, r.rec[i]) THEN list_position(r.rec, r.rec[i]) = i ELSE false END), n := len(list_filter(r.truth, lambda t, j: t IS NOT NULL AND list_position(r.truth, t) = j)), cut := r.cut) ELSE list_transform([struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), cut := r.cut, located := list_transform(r.truth, lambda t, j: CASE WHEN t IS NULL OR list_position(r.truth, t) <> j THEN NULL ELSE coalesce(list_position(r.rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: CASE WHEN m.n = 0 OR negatives IS NULL THEN NULL ELSE coalesce(list_sum(list_transform(list_sort(m.pos), lambda p, j: CASE WHEN j <= negatives::DOUBLE THEN greatest(negatives::DOUBLE - (p - j), 0) ELSE 0 END)), 0) / (least(m.n, negatives::DOUBLE) * negatives::DOUBLE) END)[1])[1] END;
+
+COMMENT ON MACRO pap IS 'pAp@k (RecTools'' PAP): the AUC of the top min(negatives, |truth|) ranked relevant items against the `negatives` top-ranked non-relevant ones. sum over the hits j <= N (rank among the hits) of max(N - m_j, 0), m_j the non-hits above hit j, divided by min(|truth|, N) N, N = negatives. NULL when truth has no item or negatives is NULL (not given). | truth MAP(VARCHAR, DOUBLE): pAp@k (RecTools'' PAP): the AUC of the top min(negatives, |truth|) ranked relevant items against the `negatives` top-ranked non-relevant ones. sum over the hits j <= N (rank among the hits) of max(N - m_j, 0), m_j the non-hits above hit j, divided by min(|truth|, N) N, N = negatives. NULL when truth has no item or negatives is NULL (not given).';
+
+CREATE OR REPLACE MACRO lauc(rec, truth, k := 'all', candidates := NULL, denominator := 'min_k_truth') AS CASE WHEN (candidates IS NOT NULL AND (try_cast(candidates AS DOUBLE) IS NULL OR NOT isfinite(try_cast(candidates AS DOUBLE)) OR try_cast(candidates AS DOUBLE) < 1)) THEN error('lauc: candidates must be a finite number >= 1 or NULL, got ' || coalesce(candidates::VARCHAR, 'NULL')) WHEN denominator::VARCHAR IS NULL OR denominator::VARCHAR NOT IN ('min_k_truth', 'truth') THEN error('lauc: denominator must be one of ''min_k_truth'', ''truth'', got ' || coalesce(denominator::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('lauc', rec, k) IS NULL THEN NULL ELSE CASE WHEN duckrank_id_pair('lauc', rec, truth) <> 'as is' THEN list_transform([duckrank_converted_match('lauc', rec, truth, duckrank_cutoff('lauc', rec, k))], lambda m: CASE WHEN m.n = 0 OR candidates IS NULL OR (CASE WHEN denominator::VARCHAR = 'truth' THEN m.n ELSE least(m.cut, m.n) END) = 0 THEN NULL WHEN candidates::DOUBLE < m.n THEN error('lauc: candidates must be at least the relevant items, got ' || candidates::VARCHAR) ELSE coalesce(list_sum(list_transform(list_sort(m.pos), lambda p, j: (candidates::DOUBLE - m.n + 1 - (p - j)) / (candidates::DOUBLE - m.n + 1))), 0) / CASE WHEN denominator::VARCHAR = 'truth' THEN m.n ELSE least(m.cut, m.n) END END)[1] ELSE list_transform([(CASE WHEN (len(truth) > 256 AND 35000 * (least(duckrank_cutoff('lauc', rec, k), coalesce(len(rec), 0)) + len(truth)) < len(truth) * (5000 + 47 * len(rec) + 9 * len(truth)) AND 35000 * (least(duckrank_cutoff('lauc', rec, k), coalesce(len(rec), 0)) + len(truth)) < 15000 + 1900 * len(truth) + least(duckrank_cutoff('lauc', rec, k), coalesce(len(rec), 0)) * (900 + 105 * len(truth)) + 9 * len(truth) * len(truth)) THEN list_transform([list_sort(list_transform(list_concat(truth, rec[1:least(duckrank_cutoff('lauc', rec, k), coalesce(len(rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(truth) THEN 0 ELSE i - len(truth) END}))], lambda s: struct_pack(K := least(duckrank_cutoff('lauc', rec, k), coalesce(len(rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := duckrank_cutoff('lauc', rec, k)))[1] WHEN least(duckrank_cutoff('lauc', rec, k), coalesce(len(rec), 0)) * (10 + len(truth)) * 2 <= len(truth) * (60 + len(rec)) THEN struct_pack(K := least(duckrank_cutoff('lauc', rec, k), coalesce(len(rec), 0)), pos := list_filter(range(1, least(duckrank_cutoff('lauc', rec, k), coalesce(len(rec), 0)) + 1), lambda i: CASE WHEN list_contains(truth, rec[i]) THEN list_position(rec, rec[i]) = i ELSE false END), n := len(list_filter(truth, lambda t, j: t IS NOT NULL AND list_position(truth, t) = j)), cut := duckrank_cutoff('lauc', rec, k)) ELSE list_transform([struct_pack(K := least(duckrank_cutoff('lauc', rec, k), coalesce(len(rec), 0)), cut := duckrank_cutoff('lauc', rec, k), located := list_transform(truth, lambda t, j: CASE WHEN t IS NULL OR list_position(truth, t) <> j THEN NULL ELSE coalesce(list_position(rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: CASE WHEN m.n = 0 OR candidates IS NULL OR (CASE WHEN denominator::VARCHAR = 'truth' THEN m.n ELSE least(m.cut, m.n) END) = 0 THEN NULL WHEN candidates::DOUBLE < m.n THEN error('lauc: candidates must be at least the relevant items, got ' || candidates::VARCHAR) ELSE coalesce(list_sum(list_transform(list_sort(m.pos), lambda p, j: (candidates::DOUBLE - m.n + 1 - (p - j)) / (candidates::DOUBLE - m.n + 1))), 0) / CASE WHEN denominator::VARCHAR = 'truth' THEN m.n ELSE least(m.cut, m.n) END END)[1] END END,
+  (rec, truth MAP(VARCHAR, DOUBLE), k := 'all', candidates := NULL, denominator := 'min_k_truth', min_grade := NULL) AS CASE WHEN (candidates IS NOT NULL AND (try_cast(candidates AS DOUBLE) IS NULL OR NOT isfinite(try_cast(candidates AS DOUBLE)) OR try_cast(candidates AS DOUBLE) < 1)) THEN error('lauc: candidates must be a finite number >= 1 or NULL, got ' || coalesce(candidates::VARCHAR, 'NULL')) WHEN denominator::VARCHAR IS NULL OR denominator::VARCHAR NOT IN ('min_k_truth', 'truth') THEN error('lauc: denominator must be one of ''min_k_truth'', ''truth'', got ' || coalesce(denominator::VARCHAR, 'NULL')) WHEN (min_grade IS NOT NULL AND (try_cast(min_grade AS DOUBLE) IS NULL OR NOT isfinite(try_cast(min_grade AS DOUBLE)))) THEN error('lauc: min_grade must be a finite number or NULL, got ' || coalesce(min_grade::VARCHAR, 'NULL')) WHEN rec IS NULL OR truth IS NULL OR duckrank_cutoff('lauc', rec, k) IS NULL THEN NULL WHEN len(list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value))) > 0 THEN error('lauc' || ': the grade of item ' || (list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].key || ' in truth must be a finite number, got ' || coalesce((list_filter(map_entries(truth), lambda e: e.value IS NULL OR NOT isfinite(e.value)))[1].value::VARCHAR, 'NULL')) ELSE list_transform([struct_pack(rec := CAST(rec AS VARCHAR[]), truth := list_transform(list_filter(map_entries(truth), lambda e: (e.value >= 0 AND CASE WHEN min_grade IS NULL THEN e.value > 0 ELSE e.value >= try_cast(min_grade AS DOUBLE) END)), lambda e: e.key), cut := duckrank_cutoff('lauc', rec, k))], lambda r: list_transform([(CASE WHEN (len(r.truth) > 256 AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < len(r.truth) * (5000 + 47 * len(r.rec) + 9 * len(r.truth)) AND 35000 * (least(r.cut, coalesce(len(r.rec), 0)) + len(r.truth)) < 15000 + 1900 * len(r.truth) + least(r.cut, coalesce(len(r.rec), 0)) * (900 + 105 * len(r.truth)) + 9 * len(r.truth) * len(r.truth)) THEN list_transform([list_sort(list_transform(list_concat(r.truth, r.rec[1:least(r.cut, coalesce(len(r.rec), 0))]), lambda x, i: {'id': x, 'pos': CASE WHEN i <= len(r.truth) THEN 0 ELSE i - len(r.truth) END}))], lambda s: struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_transform(list_filter(range(2, len(s) + 1), lambda i: s[i].pos > 0 AND s[i - 1].pos = 0 AND s[i - 1].id = s[i].id), lambda i: s[i].pos), n := len(list_filter(range(1, len(s) + 1), lambda i: s[i].pos = 0 AND s[i].id IS NOT NULL AND (i = 1 OR s[i - 1].id IS DISTINCT FROM s[i].id))), cut := r.cut))[1] WHEN least(r.cut, coalesce(len(r.rec), 0)) * (10 + len(r.truth)) * 2 <= len(r.truth) * (60 + len(r.rec)) THEN struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), pos := list_filter(range(1, least(r.cut, coalesce(len(r.rec), 0)) + 1), lambda i: CASE WHEN list_contains(r.truth, r.rec[i]) THEN list_position(r.rec, r.rec[i]) = i ELSE false END), n := len(list_filter(r.truth, lambda t, j: t IS NOT NULL AND list_position(r.truth, t) = j)), cut := r.cut) ELSE list_transform([struct_pack(K := least(r.cut, coalesce(len(r.rec), 0)), cut := r.cut, located := list_transform(r.truth, lambda t, j: CASE WHEN t IS NULL OR list_position(r.truth, t) <> j THEN NULL ELSE coalesce(list_position(r.rec, t), 0)::BIGINT END))], lambda s: struct_pack(K := s.K, pos := list_filter(s.located, lambda p: p BETWEEN 1 AND s.K), n := list_count(s.located)::BIGINT, cut := s.cut))[1] END)], lambda m: CASE WHEN m.n = 0 OR candidates IS NULL OR (CASE WHEN denominator::VARCHAR = 'truth' THEN m.n ELSE least(m.cut, m.n) END) = 0 THEN NULL WHEN candidates::DOUBLE < m.n THEN error('lauc: candidates must be at least the relevant items, got ' || candidates::VARCHAR) ELSE coalesce(list_sum(list_transform(list_sort(m.pos), lambda p, j: (candidates::DOUBLE - m.n + 1 - (p - j)) / (candidates::DOUBLE - m.n + 1))), 0) / CASE WHEN denominator::VARCHAR = 'truth' THEN m.n ELSE least(m.cut, m.n) END END)[1])[1] END;
+
+COMMENT ON MACRO lauc IS 'Limited AUC@k as Elliot computes it (Schroeder et al.): each hit in the top K scores the share of the user''s negatives it is ranked above. sum over the hits in the top K of (N - m_j) / N, m_j the non-hits above hit j, N = candidates - |truth| + 1 (Elliot''s count of negatives, its + 1 kept), divided by min(k, |truth|) (denominator := ''truth'': by |truth|). NULL when truth has no item, the divisor is 0 or candidates is NULL (not given). An error when candidates is smaller than |truth|. | truth MAP(VARCHAR, DOUBLE): Limited AUC@k as Elliot computes it (Schroeder et al.): each hit in the top K scores the share of the user''s negatives it is ranked above. sum over the hits in the top K of (N - m_j) / N, m_j the non-hits above hit j, N = candidates - |truth| + 1 (Elliot''s count of negatives, its + 1 kept), divided by min(k, |truth|) (denominator := ''truth'': by |truth|). NULL when truth has no item, the divisor is 0 or candidates is NULL (not given). An error when candidates is smaller than |truth|.';
+
+CREATE OR REPLACE MACRO duckrank_gauc_hits(rec, truth) AS num_rel_ret(rec, truth);
+
+CREATE OR REPLACE MACRO rmse(prediction, rating) AS CASE WHEN count(*) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL) = 0 THEN NULL::DOUBLE WHEN NOT isfinite(sum(prediction::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)) THEN error('rmse: prediction must be finite: its sum is ' || sum(prediction::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)::VARCHAR || ' (a NaN or an infinite value, or values too large to add)') WHEN NOT isfinite(sum(rating::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)) THEN error('rmse: rating must be finite: its sum is ' || sum(rating::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)::VARCHAR || ' (a NaN or an infinite value, or values too large to add)') ELSE (sqrt(avg(pow(prediction::DOUBLE - rating::DOUBLE, 2)) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)))::DOUBLE END;
+
+CREATE OR REPLACE MACRO mse(prediction, rating) AS CASE WHEN count(*) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL) = 0 THEN NULL::DOUBLE WHEN NOT isfinite(sum(prediction::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)) THEN error('mse: prediction must be finite: its sum is ' || sum(prediction::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)::VARCHAR || ' (a NaN or an infinite value, or values too large to add)') WHEN NOT isfinite(sum(rating::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)) THEN error('mse: rating must be finite: its sum is ' || sum(rating::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)::VARCHAR || ' (a NaN or an infinite value, or values too large to add)') ELSE (avg(pow(prediction::DOUBLE - rating::DOUBLE, 2)) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL))::DOUBLE END;
+
+CREATE OR REPLACE MACRO mae(prediction, rating) AS CASE WHEN count(*) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL) = 0 THEN NULL::DOUBLE WHEN NOT isfinite(sum(prediction::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)) THEN error('mae: prediction must be finite: its sum is ' || sum(prediction::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)::VARCHAR || ' (a NaN or an infinite value, or values too large to add)') WHEN NOT isfinite(sum(rating::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)) THEN error('mae: rating must be finite: its sum is ' || sum(rating::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)::VARCHAR || ' (a NaN or an infinite value, or values too large to add)') ELSE (avg(abs(prediction::DOUBLE - rating::DOUBLE)) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL))::DOUBLE END;
+
+CREATE OR REPLACE MACRO r2(prediction, rating) AS CASE WHEN count(*) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL) = 0 THEN NULL::DOUBLE WHEN NOT isfinite(sum(prediction::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)) THEN error('r2: prediction must be finite: its sum is ' || sum(prediction::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)::VARCHAR || ' (a NaN or an infinite value, or values too large to add)') WHEN NOT isfinite(sum(rating::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)) THEN error('r2: rating must be finite: its sum is ' || sum(rating::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL)::VARCHAR || ' (a NaN or an infinite value, or values too large to add)') ELSE (list_transform([struct_pack(res := sum(pow(rating::DOUBLE - prediction::DOUBLE, 2)) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL), tot := var_pop(rating::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL) * count(*) FILTER (WHERE prediction IS NOT NULL AND rating IS NOT NULL))], lambda s: CASE WHEN s.tot = 0 THEN CASE WHEN s.res = 0 THEN 1.0 ELSE 0.0 END ELSE 1 - s.res / s.tot END)[1])::DOUBLE END;
+
+CREATE OR REPLACE MACRO log_loss(prediction, label, eps := 2.220446049250313e-16) AS CASE WHEN count(*) FILTER (WHERE prediction IS NOT NULL AND label IS NOT NULL) = 0 THEN NULL::DOUBLE WHEN NOT isfinite(sum(prediction::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND label IS NOT NULL)) THEN error('log_loss: prediction must be finite: its sum is ' || sum(prediction::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND label IS NOT NULL)::VARCHAR || ' (a NaN or an infinite value, or values too large to add)') WHEN NOT isfinite(sum(label::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND label IS NOT NULL)) THEN error('log_loss: label must be finite: its sum is ' || sum(label::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND label IS NOT NULL)::VARCHAR || ' (a NaN or an infinite value, or values too large to add)') ELSE (CASE WHEN min(label::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND label IS NOT NULL AND label::DOUBLE NOT IN (0, 1)) IS NOT NULL THEN error('log_loss: label must be 0 or 1, got ' || (min(label::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND label IS NOT NULL AND label::DOUBLE NOT IN (0, 1)))::VARCHAR) WHEN min(prediction::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND label IS NOT NULL AND NOT (prediction::DOUBLE BETWEEN 0 AND 1)) IS NOT NULL THEN error('log_loss: prediction must be a probability in [0, 1], got ' || (min(prediction::DOUBLE) FILTER (WHERE prediction IS NOT NULL AND label IS NOT NULL AND NOT (prediction::DOUBLE BETWEEN 0 AND 1)))::VARCHAR) WHEN eps IS NULL OR NOT (eps::DOUBLE >= 0 AND eps::DOUBLE < 0.5) THEN error('log_loss: eps must be a number >= 0 and < 0.5, got ' || coalesce(eps::VARCHAR, 'NULL')) ELSE -avg(CASE WHEN label::DOUBLE = 1 THEN ln(least(greatest(prediction::DOUBLE, eps::DOUBLE), 1 - eps::DOUBLE)) ELSE ln(1 - least(greatest(prediction::DOUBLE, eps::DOUBLE), 1 - eps::DOUBLE)) END) FILTER (WHERE prediction IS NOT NULL AND label IS NOT NULL) END)::DOUBLE END;
+
+CREATE OR REPLACE MACRO gauc(rec, truth, candidates := NULL, weighting := 'positives') AS CASE WHEN weighting IS NULL OR weighting::VARCHAR NOT IN ('positives', 'users') THEN error('gauc: weighting must be one of ''positives'', ''users'', got ' || coalesce(weighting::VARCHAR, 'NULL')) WHEN weighting::VARCHAR = 'positives' THEN sum(auc(rec, truth) * duckrank_gauc_hits(rec, truth)) FILTER (WHERE weighting::VARCHAR = 'positives') / sum(duckrank_gauc_hits(rec, truth)) FILTER (WHERE weighting::VARCHAR = 'positives' AND auc(rec, truth) IS NOT NULL) ELSE avg(lauc(rec, truth, candidates := candidates, denominator := 'truth')) FILTER (WHERE weighting::VARCHAR = 'users') END;
+
+CREATE OR REPLACE MACRO roc_auc(score, label) AS CASE WHEN min(label::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE NOT IN (0, 1)) IS NOT NULL THEN error('roc_auc: label must be 0 or 1, got ' || min(label::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE NOT IN (0, 1))::VARCHAR) WHEN NOT isfinite(sum(score::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL)) THEN error('roc_auc: score must be finite: its sum is ' || sum(score::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL)::VARCHAR || ' (a NaN or an infinite value, or values too large to add)') WHEN count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 1) = 0 OR count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 0) = 0 THEN NULL::DOUBLE ELSE ((list_sum(list_transform(list((label::DOUBLE = 1)::INTEGER ORDER BY score, (label::DOUBLE = 1)::INTEGER ASC) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL), lambda l, i: l * i::HUGEINT)) - count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 1) * (count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 1) + 1) // 2) + (list_sum(list_transform(list((label::DOUBLE = 1)::INTEGER ORDER BY score, (label::DOUBLE = 1)::INTEGER DESC) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL), lambda l, i: l * i::HUGEINT)) - count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 1) * (count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 1) + 1) // 2))::DOUBLE / 2 / (count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 1) * count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 0)) END;
+
+CREATE OR REPLACE MACRO pr_auc(score, label) AS CASE WHEN min(label::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE NOT IN (0, 1)) IS NOT NULL THEN error('pr_auc: label must be 0 or 1, got ' || min(label::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE NOT IN (0, 1))::VARCHAR) WHEN NOT isfinite(sum(score::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL)) THEN error('pr_auc: score must be finite: its sum is ' || sum(score::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL)::VARCHAR || ' (a NaN or an infinite value, or values too large to add)') WHEN count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 1) = 0 THEN NULL::DOUBLE ELSE list_transform([list_sort(list({'s': -score::DOUBLE, 'l': (label::DOUBLE = 1)::INTEGER}) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL))], lambda a: list_transform([list_filter(list_transform(a, lambda e, i: CASE WHEN e.l = 1 THEN {'p': i, 's': e.s} END), lambda x: x IS NOT NULL)], lambda q: list_transform([list_filter(list_transform(q, lambda e, k: CASE WHEN k = len(q) OR q[k + 1].s <> e.s THEN {'k': k, 'p': e.p} END), lambda x: x IS NOT NULL)], lambda g: list_sum(list_transform(g, lambda e, m: (e.k - CASE WHEN m = 1 THEN 0 ELSE g[m - 1].k END) * e.k / e.p)) / len(q))[1])[1])[1] END;

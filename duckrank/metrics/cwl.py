@@ -89,7 +89,9 @@ def _expected_utility(j: Judged, gains: np.ndarray, L: np.ndarray, w: np.ndarray
     width = gains.shape[1]
     inside = np.arange(width)[None, :] < L[:, None]
     w_in = np.where(inside, w[:, :width], 0.0)
-    value = (w_in * gains).sum(axis=1) / (w_in.sum(axis=1) + tail)
+    total = w_in.sum(axis=1) + tail
+    # No weight at all (an empty rec with k left out: SDCG, NERR8, NERR9) is the value 0.
+    value = np.where(total > 0, (w_in * gains).sum(axis=1) / np.where(total > 0, total, 1), 0.0)
     return np.where(j.valid, value, np.nan)
 
 
@@ -239,12 +241,13 @@ def _range_sum_sql(term: str, low: str, high: str) -> str:
 
 
 def _eu_sql(weights: str, tail: str) -> str:
-    """sum_{i<=L} w_i g_i / (sum_{i<=L} w_i + tail), with w bound as cv.w."""
+    """sum_{i<=L} w_i g_i / (sum_{i<=L} w_i + tail), with w bound as cv.w; 0 when no rank has
+    weight (an empty rec with k left out), as the kernels give it."""
     return (
-        f"list_transform([struct_pack(w := {weights})], lambda cv: coalesce(list_sum("
+        f"list_transform([struct_pack(w := {weights})], lambda cv: coalesce(coalesce(list_sum("
         "list_transform("
-        "cw.g, lambda x, i: cv.w[i] * x)), 0.0) / (coalesce(list_sum(list_slice(cv.w, 1, "
-        f"len(cw.g))), 0.0) + {tail}))[1]"
+        "cw.g, lambda x, i: cv.w[i] * x)), 0.0) / nullif(coalesce(list_sum(list_slice(cv.w, 1, "
+        f"len(cw.g))), 0.0) + {tail}, 0), 0.0))[1]"
     )
 
 

@@ -219,15 +219,24 @@ def _other_value(option: Option) -> str:
     return repr(_python_value(option))
 
 
+def _counts(metric) -> list[Option]:
+    """The options whose default (NULL) makes every value NULL, by design."""
+    return [o for o in metric.options if o.default is None]
+
+
 def _calls(function: duckrank_spark.SparkFunction, table: pa.Table, named: str) -> dict[str, str]:
     """The forms each function is called in: per-row k, k omitted, constant k (for functions
     with a cut-off), and non-default options (``named`` is the engine's named-argument arrow:
     ':=' in DuckDB, '=>' in Spark)."""
     metric = function.overload_for(_first_argument(table).type, table["truth"].type)
     name, first = function.name, metric.first_argument
-    calls = {"omitted": f"{name}({first}, truth)"}
+    # A count read from outside the list (mcc's catalog_size, the partial AUCs' negatives) is
+    # NULL by default, and so is every value without it: it is given in every form.
+    counts = "".join(f", {o.name} {named} {_other_value(o)}" for o in _counts(metric))
+    calls = {"omitted": f"{name}({first}, truth{counts})"}
     if metric.cutoff:
-        calls |= {"k": f"{name}({first}, truth, k)", "fixed": f"{name}({first}, truth, 5)"}
+        calls |= {"k": f"{name}({first}, truth, k{counts})",
+                  "fixed": f"{name}({first}, truth, 5{counts})"}
     if metric.options:
         k = ", k" if metric.cutoff else ""
         options = ", ".join(f"{o.name} {named} {_other_value(o)}" for o in metric.options)
@@ -541,10 +550,12 @@ def test_string_ordered_list_needs_its_type(spark, long_table):
 def _native_calls(name: str, forms: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     """(DuckDB call, Spark native expression) per form: per-row k, omitted, constant, options."""
     metric = duckrank_spark.spark_sql.spark_sql_records()[name]
+    counts = {o.name: _python_value(o) for o in _counts(metric)}
+    given = "".join(f", {option} := {value!r}" for option, value in counts.items())
     calls = {
-        "k": (f"{name}(rec, truth, k)", duckrank_spark.metric_sql(name, k="k")),
-        "omitted": (f"{name}(rec, truth)", duckrank_spark.metric_sql(name)),
-        "fixed": (f"{name}(rec, truth, 5)", duckrank_spark.metric_sql(name, k=5)),
+        "k": (f"{name}(rec, truth, k{given})", duckrank_spark.metric_sql(name, k="k", **counts)),
+        "omitted": (f"{name}(rec, truth{given})", duckrank_spark.metric_sql(name, **counts)),
+        "fixed": (f"{name}(rec, truth, 5{given})", duckrank_spark.metric_sql(name, k=5, **counts)),
     }
     if metric.options:
         values = {o.name: _python_value(o) for o in metric.options}
@@ -591,7 +602,9 @@ def test_native_sql_matches_duckdb_and_kernels(spark, con, eval_tables, shape, n
         name, form = column.split("__")
         want, have = (t[column].combine_chunks().cast(pa.float64()) for t in (expected, got))
         # The numpy kernel on the same rows (no Spark), for the per-row k.
-        kernel = functions[name].evaluate(rec, truth, k) if form == "k" else want
+        counts = {o.name: pa.array([_python_value(o)] * len(k))
+                  for o in _counts(duckrank_spark.spark_sql.spark_sql_records()[name])}
+        kernel = functions[name].evaluate(rec, truth, k, **counts) if form == "k" else want
         for reference in (want, kernel.take(pc.sort_indices(table["uid"]))):
             assert have.is_null().equals(reference.is_null()), column
             np.testing.assert_allclose(
