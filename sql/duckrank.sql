@@ -3667,3 +3667,53 @@ CREATE OR REPLACE MACRO gauc(rec, truth, candidates := NULL, weighting := 'posit
 CREATE OR REPLACE MACRO roc_auc(score, label) AS CASE WHEN min(label::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE NOT IN (0, 1)) IS NOT NULL THEN error('roc_auc: label must be 0 or 1, got ' || min(label::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE NOT IN (0, 1))::VARCHAR) WHEN NOT isfinite(sum(score::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL)) THEN error('roc_auc: score must be finite: its sum is ' || sum(score::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL)::VARCHAR || ' (a NaN or an infinite value, or values too large to add)') WHEN count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 1) = 0 OR count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 0) = 0 THEN NULL::DOUBLE ELSE ((list_sum(list_transform(list((label::DOUBLE = 1)::INTEGER ORDER BY score, (label::DOUBLE = 1)::INTEGER ASC) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL), lambda l, i: l * i::HUGEINT)) - count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 1) * (count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 1) + 1) // 2) + (list_sum(list_transform(list((label::DOUBLE = 1)::INTEGER ORDER BY score, (label::DOUBLE = 1)::INTEGER DESC) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL), lambda l, i: l * i::HUGEINT)) - count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 1) * (count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 1) + 1) // 2))::DOUBLE / 2 / (count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 1) * count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 0)) END;
 
 CREATE OR REPLACE MACRO pr_auc(score, label) AS CASE WHEN min(label::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE NOT IN (0, 1)) IS NOT NULL THEN error('pr_auc: label must be 0 or 1, got ' || min(label::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE NOT IN (0, 1))::VARCHAR) WHEN NOT isfinite(sum(score::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL)) THEN error('pr_auc: score must be finite: its sum is ' || sum(score::DOUBLE) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL)::VARCHAR || ' (a NaN or an infinite value, or values too large to add)') WHEN count(*) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL AND label::DOUBLE = 1) = 0 THEN NULL::DOUBLE ELSE list_transform([list_sort(list({'s': -score::DOUBLE, 'l': (label::DOUBLE = 1)::INTEGER}) FILTER (WHERE score IS NOT NULL AND label IS NOT NULL))], lambda a: list_transform([list_filter(list_transform(a, lambda e, i: CASE WHEN e.l = 1 THEN {'p': i, 's': e.s} END), lambda x: x IS NOT NULL)], lambda q: list_transform([list_filter(list_transform(q, lambda e, k: CASE WHEN k = len(q) OR q[k + 1].s <> e.s THEN {'k': k, 'p': e.p} END), lambda x: x IS NOT NULL)], lambda g: list_sum(list_transform(g, lambda e, m: (e.k - CASE WHEN m = 1 THEN 0 ELSE g[m - 1].k END) * e.k / e.p)) / len(q))[1])[1])[1] END;
+
+CREATE OR REPLACE MACRO duckrank_log1p(u) AS CASE WHEN 1 + u = 1 THEN u
+    ELSE ln(1 + u) * u / ((1 + u) - 1) END;
+
+CREATE OR REPLACE MACRO duckrank_lentz(acc, coefficient) AS {'step': acc.step + 1, 'value': acc.value * (1 + coefficient / acc.upper) / (1 + coefficient * acc.lower), 'upper': 1 + coefficient / acc.upper, 'lower': 1 / (1 + coefficient * acc.lower)};
+
+CREATE OR REPLACE MACRO duckrank_stirling(z) AS (1 / z) * (1 / 12 - (1 / z ^ 2) * (
+    1 / 360 - (1 / z ^ 2) * (1 / 1260 - (1 / z ^ 2) * (1 / 1680 - (1 / z ^ 2) / 1188))));
+
+CREATE OR REPLACE MACRO duckrank_log_beta_half(a) AS CASE WHEN a < 10
+    THEN lgamma(a) + lgamma(0.5) - lgamma(a + 0.5)
+    ELSE 0.5 * ln(pi()) - (a - 0.5) * duckrank_log1p(0.5 / a) - 0.5 * ln(a + 0.5) + 0.5
+         + duckrank_stirling(a) - duckrank_stirling(a + 0.5) END;
+
+CREATE OR REPLACE MACRO duckrank_beta_fraction_large_x(a, z) AS list_reduce(list_transform(range(300), lambda i: {'step': i::DOUBLE, 'value': 0::DOUBLE, 'upper': 0::DOUBLE, 'lower': 0::DOUBLE}),
+    lambda acc, e: duckrank_lentz(acc, CASE WHEN (acc.step + 1)::BIGINT % 2 = 1
+        THEN -(a + floor((acc.step + 1) / 2)) * (0.5 - floor((acc.step + 1) / 2) - 1) / ((a + 2 * floor((acc.step + 1) / 2)) * (a + 2 * floor((acc.step + 1) / 2) + 1)) * z
+        ELSE floor((acc.step + 1) / 2) * (a - 0.5 + floor((acc.step + 1) / 2)) / ((a + 2 * floor((acc.step + 1) / 2) - 1) * (a + 2 * floor((acc.step + 1) / 2))) * z END),
+    {'step': 0::DOUBLE, 'value': 1::DOUBLE, 'upper': 1::DOUBLE, 'lower': 0::DOUBLE}).value;
+
+CREATE OR REPLACE MACRO duckrank_beta_fraction_small_x(b, y) AS list_reduce(list_transform(range(300), lambda i: {'step': i::DOUBLE, 'value': 0::DOUBLE, 'upper': 0::DOUBLE, 'lower': 0::DOUBLE}),
+    lambda acc, e: duckrank_lentz(acc, CASE WHEN (acc.step + 1)::BIGINT % 2 = 1
+        THEN -(0.5 + floor((acc.step + 1) / 2)) * (0.5 + b + floor((acc.step + 1) / 2)) * y / ((0.5 + 2 * floor((acc.step + 1) / 2)) * (0.5 + 2 * floor((acc.step + 1) / 2) + 1))
+        ELSE floor((acc.step + 1) / 2) * (b - floor((acc.step + 1) / 2)) * y / ((0.5 + 2 * floor((acc.step + 1) / 2) - 1) * (0.5 + 2 * floor((acc.step + 1) / 2))) END),
+    {'step': 0::DOUBLE, 'value': 1::DOUBLE, 'upper': 1::DOUBLE, 'lower': 0::DOUBLE}).value;
+
+CREATE OR REPLACE MACRO duckrank_t_front(t, df) AS exp(
+    -df / 2 * duckrank_log1p(t * t / df) + 0.5 * ln(t * t / (df + t * t))
+    - duckrank_log_beta_half(df / 2));
+
+CREATE OR REPLACE MACRO duckrank_t_two_sided(t, df) AS CASE
+    WHEN t IS NULL OR df IS NULL OR isnan(t) OR isnan(df) OR df <= 0 THEN NULL
+    WHEN isinf(t) THEN 0.0
+    WHEN t * t > 4 OR df / (df + t * t) < (df / 2 + 1) / (df / 2 + 2.5)
+    THEN duckrank_t_front(t, df) / (t * t / (df + t * t) * df / 2)
+         / duckrank_beta_fraction_large_x(df / 2, df / (t * t))
+    ELSE 1 - duckrank_t_front(t, df) / 0.5
+         / duckrank_beta_fraction_small_x(df / 2, t * t / (df + t * t)) END;
+
+CREATE OR REPLACE MACRO duckrank_paired_t(d) AS CASE WHEN count(d) >= 2
+    AND var_samp(d) > 0 AND isfinite(var_samp(d)) AND isfinite(avg(d))
+    THEN avg(d) / sqrt(var_samp(d) / count(d)) END;
+
+CREATE OR REPLACE MACRO paired_ttest(x, y) AS struct_pack(
+    n := count(x - y),
+    mean_x := avg(x) FILTER (WHERE y IS NOT NULL),
+    mean_y := avg(y) FILTER (WHERE x IS NOT NULL),
+    mean_diff := avg(x - y),
+    statistic := duckrank_paired_t(x - y),
+    p_value := duckrank_t_two_sided(duckrank_paired_t(x - y), count(x - y) - 1));

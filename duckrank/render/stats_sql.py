@@ -18,8 +18,9 @@ the resampling tests need thousands of seeded random resamples per group, reprod
 DuckDB's threads; ANOVA the F distribution and Tukey's test the studentized range, which have no
 short continued fraction.
 
-``MACROS`` are the statements; ``duckrank.render.macros`` would add them to sql/duckrank.sql
-(one line, left to the file's owner). The aggregate differs from the Python one in two
+``MACROS`` are the statements; ``duckrank.render.macros.render_sql_file`` adds them to
+sql/duckrank.sql (not to what a connection registers: it has the Python aggregate of the same
+name). The aggregate differs from the Python one in two
 documented ways: its variance is DuckDB's ``var_samp`` (Welford), so nearly constant differences
 keep their digits instead of raising an error, and differences that are all equal (not only all
 0) give a NULL statistic and p-value.

@@ -543,6 +543,9 @@ def test_every_function_of_the_file_is_called_here() -> None:
     called |= {_called(c) for c in (*SCALAR_CALLS, *ORDERED_CALLS, *LIST_AGGREGATE_CALLS,
                                     *table_calls)}
     called |= {"read_trec_run", "read_trec_qrels"}
+    # The file's plain-SQL paired t-test has its own shell test against scipy
+    # (tests/stats/test_stats_sql_plain.py); a connection's paired_ttest is the Python one.
+    called |= {"paired_ttest"}
     assert called == _file_functions()
 
 
