@@ -387,10 +387,9 @@ def register(
         stored = set(statements)
         _run_in_transaction(con, catalog.native if statements == catalog.stored else _as_temp(
             [s for s in _connection_statements(True) if s not in stored]))
-    # Importing the tests' module makes con.interrupt() the counting one their kernels check
-    # (``stats._count_interrupts``): before this returns, so that a con.interrupt taken now (a
-    # Timer's) stops a resampling run too.
-    importlib.import_module("duckrank.engines.stats")
+    # Importing this makes con.interrupt() the counting one the tests' kernels check, before
+    # this returns, so that a con.interrupt taken now (a Timer's) stops a resampling run too.
+    importlib.import_module("duckrank.engines.interrupts")
     python = catalog.python["native" if use_native else "sql"]
     for statement in (*python, *catalog.stats_statements(con)):
         con.execute(statement)

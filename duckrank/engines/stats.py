@@ -23,19 +23,14 @@ macros are TEMP, private to the connection: a stored macro calling Python would 
 database file in a DuckDB without duckrank. ``duckrank.register`` registers them with the metrics'
 Python functions.
 
-Interrupts. DuckDB checks ``con.interrupt()`` between its own steps, and a UDF call is one step:
-a run of 10,000 resampling trials would finish before the query stops, the connection busy
-meanwhile. DuckDB tells a Python UDF nothing, so duckrank wraps
-``DuckDBPyConnection.interrupt`` (once per process; the wrapper counts the call, then calls
-DuckDB's): the resampling macros of a connection pass its Python ``id`` to their UDF
-(``session_statements(con)``), and the kernels check between blocks of trials (a few ms each)
-whether that connection was interrupted since the call began, and raise if so. Ctrl-C reaches a
-kernel running on the thread that ran the query as Python's KeyboardInterrupt, between blocks.
+Interrupts: the resampling macros of a connection pass its Python ``id`` to their UDF
+(``session_statements(con)``), and the kernels stop between blocks of trials when that
+connection was interrupted since the call began (``duckrank.engines.interrupts``). Ctrl-C reaches
+a kernel running on the thread that ran the query as Python's KeyboardInterrupt, between blocks.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -45,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from duckrank.engines.interrupts import stop_on_interrupt
 from duckrank.engines.udf import PythonUDF
 from duckrank.matching.arrays import combined
 from duckrank.stats import TESTS
@@ -107,41 +103,6 @@ def _batch_function(test: StatTest) -> Callable[..., pa.StructArray]:
     return function
 
 
-# id(connection) -> how many times its interrupt() was called (``_count_interrupts``).
-_INTERRUPTS: dict[int, int] = {}
-
-
-def _count_interrupts() -> None:
-    """Wrap ``DuckDBPyConnection.interrupt`` so that it counts its calls per connection before
-    doing what it did (idempotent: a second import, or a reload, does not wrap twice)."""
-    original = duckdb.DuckDBPyConnection.interrupt
-    if getattr(original, "_duckrank_counts", False):
-        return
-
-    @functools.wraps(original)
-    def interrupt(self: duckdb.DuckDBPyConnection) -> None:
-        _INTERRUPTS[id(self)] = _INTERRUPTS.get(id(self), 0) + 1
-        return original(self)
-
-    interrupt._duckrank_counts = True  # type: ignore[attr-defined]
-    duckdb.DuckDBPyConnection.interrupt = interrupt  # type: ignore[method-assign]
-
-
-_count_interrupts()
-
-
-def _stop_on_interrupt(function: str, connection: int) -> Callable[[], None]:
-    """A kernel's ``stop``: raises once ``connection``'s interrupt() has been called since it
-    was made (0: a connection that cannot be told, never)."""
-    seen = _INTERRUPTS.get(connection, 0)
-
-    def stop() -> None:
-        if connection and _INTERRUPTS.get(connection, 0) != seen:
-            raise InterruptedError(f"{function}: interrupted (con.interrupt())")
-
-    return stop
-
-
 def _codes(labels: pa.Array) -> tuple[np.ndarray, list[str]]:
     """Labels as codes into their distinct values, sorted (one dictionary encoding for every
     group of the batch)."""
@@ -199,14 +160,14 @@ def _labelled_function(test: StatTest) -> Callable[..., pa.StructArray]:
 def _group_function(test: StatTest) -> Callable[..., pa.StructArray]:
     """One kernel call per group, on its values sorted (a canonical order: ``list()`` gathers
     them in whatever order DuckDB's threads met the rows). An interruptible test's last
-    argument is the connection's id (``_stop_on_interrupt``)."""
+    argument is the connection's id (``interrupts.stop_on_interrupt``)."""
 
     def function(lists: Column, *option_columns: Column) -> pa.StructArray:
         extra = {}
         if test.interruptible:
             *option_columns, connections = option_columns
             connection = combined(connections)[0].as_py() if len(connections) else 0
-            extra["stop"] = _stop_on_interrupt(test.name, connection or 0)
+            extra["stop"] = stop_on_interrupt(test.name, connection or 0)
         lists = combined(lists)
         offsets = lists.offsets.to_numpy()
         values = lists.values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
