@@ -363,9 +363,30 @@ def spark_sql_records() -> dict[str, Metric]:
     return records
 
 
-# The hits are computed once and bound by a lambda over a one-element array when a formula reads
-# them more than this many times (the lambda costs about as much as one more intersection).
-_BIND_HITS_ABOVE = 2
+# A placeholder a formula reads more than this many times is computed once and bound by a lambda
+# over a one-element array: ``n`` (a hash set of truth) and the hits (another, with the top K).
+_BIND_ABOVE = 1
+
+
+def _bound(value: str, sql: dict[str, str]) -> str:
+    """``value`` (a translated formula) over the placeholders ``sql``, with the hits and ``n``
+    bound once each when it reads them more than ``_BIND_ABOVE`` times. Spark evaluates every
+    occurrence of an expression inside a CASE branch again: ndcg read ``n`` three times (its
+    NULL check and the ideal DCG's table index and fallback) and the hits twice, which made it
+    2.2x the CPU of MLlib's ``RankingEvaluator`` (benchmarks/RESULTS.md, Spark)."""
+    # len({pos}) needs no positions, only their count (translated: size({pos})).
+    value = value.replace("size({pos})", "{hits}")
+    names: dict[str, str] = {}
+    if value.count("{pos}") + value.count("{hits}") > _BIND_ABOVE:
+        names |= {"pos": "pos__", "hits": "size(pos__)"}
+    if value.count("{n}") > _BIND_ABOVE:
+        names["n"] = "n__"
+    text = value.format(**sql | names)
+    if "pos" in names:
+        text = f"transform(array({sql['pos']}), pos__ -> {text})[0]"
+    if "n" in names:
+        text = f"transform(array({sql['n']}), n__ -> {text})[0]"
+    return text
 
 
 def metric_sql(name: str, rec: str, truth: str, k: int | str | None = None,
@@ -396,14 +417,7 @@ def metric_sql(name: str, rec: str, truth: str, k: int | str | None = None,
         cut = str(k)
     else:
         cut = "c__"  # a per-row k, validated once per row and bound by a lambda (below)
-    # len({pos}) needs no positions, only their count (translated: size({pos})).
-    value = value.replace("size({pos})", "{hits}")
-    sql = placeholders_sql(rec, truth, cut)
-    if value.count("{pos}") + value.count("{hits}") > _BIND_HITS_ABOVE:
-        bound = value.format(**sql | {"pos": "pos__", "hits": "size(pos__)"})
-        per_row = f"transform(array({sql['pos']}), pos__ -> {bound})[0]"
-    else:
-        per_row = value.format(**sql)
+    per_row = _bound(value, placeholders_sql(rec, truth, cut))
     body = (
         f"CASE {checks}WHEN ({rec}) IS NULL OR ({truth}) IS NULL OR ({cut}) IS NULL THEN NULL "
         f"ELSE {per_row} END"
