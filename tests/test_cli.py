@@ -152,12 +152,6 @@ def test_sql_command_on_a_database_file(capsys, tmp_path: Path) -> None:
     assert json.loads(out) == [{"v": 0.5}]
 
 
-def test_metrics_command_lists_every_record(capsys) -> None:
-    code, out, _ = _run(capsys, "metrics", "--format", "csv")
-    assert code == 0
-    assert {r["metric"] for r in _csv_rows(out)} == {m.name for m in METRICS}
-
-
 def test_demo_through_the_console_script() -> None:
     """The README's quick start runs `duckrank demo`; its first table is the guide's example."""
     script = Path(sys.executable).parent / "duckrank"

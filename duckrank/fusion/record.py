@@ -9,14 +9,16 @@ SQL over the rows of one normalised system list:
   system does not count for that item);
 * ``combine``: the aggregate of those values over the systems, per (query, item).
 
-The parameter model (``Parameter``) is deliberately small. It overlaps ``Option`` and ``Bounds``
-of ``duckrank.metrics.record`` (a named SQL parameter, a default, a numeric domain, an error
-naming the function, the argument and the value); the two could move to one lower module.
+A parameter's numeric domain is a ``duckrank.options.Bounds``, the model every option of
+duckrank reads; ``Parameter`` adds what is fusion's own: the per-system MAPs and a default
+written as SQL text.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from duckrank.options import Bounds
 
 # The columns a normalisation's or a method's SQL may read, one row per (system, query, item) a
 # system returned (or, under the Borda normalisation, every candidate of the query):
@@ -64,43 +66,30 @@ class Parameter:
     def per_system(self) -> bool:
         return self.kind in ("per_system", "per_position")
 
+    @property
+    def bounds(self) -> Bounds:
+        """The domain of a number parameter, said "in [low, high]" as fusion's messages do."""
+        return Bounds(self.low, self.high, whole=self.kind == "integer", interval=True)
+
     def domain(self) -> str:
         """The domain in words, as errors and docs say it."""
         if self.kind == "per_system":
             return "a MAP from every system name to a finite number"
         if self.kind == "per_position":
             return "a MAP from every system name to a LIST of finite numbers"
-        words = "a whole number" if self.kind == "integer" else "a finite number"
-        if self.low is not None and self.high is not None:
-            return f"{words} in [{self.low:g}, {self.high:g}]"
-        if self.low is not None:
-            return f"{words} >= {self.low:g}"
-        return words
+        return self.bounds.text()
 
     def invalid_sql(self) -> str:
         """True when a number parameter is outside its domain (NULL and non-numbers included).
         Per-system parameters are checked against the systems of the input (``render.fusion``)."""
-        value = f"try_cast({self.name} AS DOUBLE)"
-        tests = [f"{value} IS NULL", f"NOT isfinite({value})"]
-        if self.kind == "integer":
-            tests.append(f"{value} <> floor({value})")
-        if self.low is not None:
-            tests.append(f"{value} < {self.low!r}")
-        if self.high is not None:
-            tests.append(f"{value} > {self.high!r}")
+        tests = self.bounds.tests_sql(self.name)
+        if self.kind == "integer":  # wholeness before the ends: the macros' SQL kept byte for byte
+            tests.insert(2, tests.pop())
         return " OR ".join(tests)
 
     def accepts(self, value: object) -> bool:
         """The Python form of ``invalid_sql`` for a number (``duckrank.fuse`` checks before SQL)."""
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return False
-        number = float(value)
-        if number != number or number in (float("inf"), float("-inf")):
-            return False
-        if self.kind == "integer" and number != int(number):
-            return False
-        return (self.low is None or number >= self.low) and (
-            self.high is None or number <= self.high)
+        return self.bounds.accepts(value)
 
 
 @dataclass(frozen=True)

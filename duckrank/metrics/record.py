@@ -16,92 +16,31 @@ a row (see ``duckrank.matching``):
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from duckrank.metrics.inputs import INPUT_KINDS, InputKind, input_kind
+from duckrank.options import Bounds
+from duckrank.options import Option as OptionModel
 
 
 @dataclass(frozen=True)
-class Bounds:
-    """The domain of a number option: finite, within [low, high] (an end is open when its flag
-    says so; None: no bound there), and NULL only where ``nullable`` (the default then means
-    something else, as min_grade's NULL means grade > 0)."""
-
-    low: float | None = None
-    high: float | None = None
-    open_low: bool = False
-    open_high: bool = False
-    nullable: bool = False
-    whole: bool = False  # a whole number (a cut-off or a count), as 2.0 but not 2.5
-    in_doc = True  # the reference adds "Must be <text>." to the option's doc
-
-    def text(self) -> str:
-        parts = ["a whole number" if self.whole else "a finite number"]
-        if self.low is not None:
-            parts.append(f"{'>' if self.open_low else '>='} {self.low:g}")
-        if self.high is not None:
-            parts.append(f"{'<' if self.open_high else '<='} {self.high:g}")
-        text = " ".join(parts[:2]) + ("" if len(parts) < 3 else f" and {parts[2]}")
-        return text + (" or NULL" if self.nullable else "")
-
-    def invalid_sql(self, option: str) -> str:
-        """True when the option's value is outside the domain (a non-number included)."""
-        value = f"try_cast({option} AS DOUBLE)"
-        tests = [f"{value} IS NULL", f"NOT isfinite({value})"]
-        if self.low is not None:
-            tests.append(f"{value} {'<=' if self.open_low else '<'} {self.low!r}")
-        if self.high is not None:
-            tests.append(f"{value} {'>=' if self.open_high else '>'} {self.high!r}")
-        if self.whole:
-            tests.append(f"{value} <> floor({value})")
-        invalid = " OR ".join(tests)
-        return f"({option} IS NOT NULL AND ({invalid}))" if self.nullable else f"({invalid})"
-
-    def accepts(self, value: object) -> bool:
-        if value is None:
-            return self.nullable
-        if not isinstance(value, numbers.Real) or isinstance(value, bool):
-            return False
-        number = float(value)
-        if not math.isfinite(number) or (self.whole and number != math.floor(number)):
-            return False
-        if self.low is not None and (number <= self.low if self.open_low else number < self.low):
-            return False
-        return self.high is None or not (
-            number >= self.high if self.open_high else number > self.high
-        )
-
-
-@dataclass(frozen=True)
-class Above:
+class Above(Bounds):
     """The domain of a number option that must exceed ``low``: finite, > low, never NULL. The
     graded metrics' options (base, max_grade, half_life); it says "a number > low" and writes
     its SQL test without the parentheses of ``Bounds``, as those options always did (their
     messages and the generated SQL are kept byte for byte)."""
 
-    low: int | float
-    nullable = False
+    open_low: bool = True
     in_doc = False  # the options' docs say it already: the reference adds no "Must be"
 
     def text(self) -> str:
         return f"a number > {self.low}"
 
     def invalid_sql(self, option: str) -> str:
-        value = f"try_cast({option} AS DOUBLE)"
-        return f"{value} IS NULL OR NOT isfinite({value}) OR {value} <= {self.low}"
-
-    def accepts(self, value: object) -> bool:
-        return (
-            isinstance(value, numbers.Real)
-            and not isinstance(value, bool)
-            and bool(np.isfinite(value))
-            and value > self.low
-        )
+        return " OR ".join(self.tests_sql(option))
 
 
 @dataclass(frozen=True)
@@ -115,62 +54,17 @@ class Combination:
 
 
 @dataclass(frozen=True)
-class Option:
-    """A named SQL parameter of a function (``gain := 'linear'``) and its domain: one of
-    ``choices`` (text), or a number within ``bounds`` (``Bounds``, or ``Above`` for the graded
-    metrics' numbers), with ``combinations``: rules between it and the other options. The SQL
-    checks (``option_errors_sql``) and the kernels' (``check_options``) are derived from it,
-    with the same text. An option with neither choices nor bounds is not checked here (the
-    preference metrics' options: their kernels check them)."""
+class Option(OptionModel):
+    """A metric's option (``duckrank.options.Option``: its domain, the SQL and kernel checks of
+    a value) with ``combinations``: rules between it and the other options."""
 
-    name: str
-    default: str | int | float | None
-    doc: str
-    choices: tuple[str, ...] = ()
-    bounds: Bounds | Above | None = None
     combinations: tuple[Combination, ...] = ()
-
-    @property
-    def checked(self) -> bool:
-        return bool(self.choices) or self.bounds is not None
-
-    def requirement(self) -> str:
-        """What a valid value is, as the error says it: "one of 'a', 'b'", "a number > 1"."""
-        if self.choices:
-            return "one of " + ", ".join(f"'{c}'" for c in self.choices)
-        assert self.bounds is not None, f"option {self.name} has no domain"
-        return self.bounds.text()
 
     def errors_sql(self, function: str) -> list[tuple[str, str]]:
         """(condition, error) pairs: the value outside the domain, then the combinations."""
         if not self.checked:
             return []
-        text = f"{self.name}::VARCHAR"
-        if self.choices:
-            allowed = ", ".join(f"'{c}'" for c in self.choices)
-            invalid = f"{text} IS NULL OR {text} NOT IN ({allowed})"
-        else:
-            invalid = self.bounds.invalid_sql(self.name)
-        requirement = self.requirement().replace("'", "''")
-        message = (f"'{function}: {self.name} must be {requirement}, got ' "
-                   f"|| coalesce({text}, 'NULL')")
-        return [(invalid, f"error({message})"), *(c.sql(function) for c in self.combinations)]
-
-    def check(self, function: str, value: object) -> None:
-        """The kernels' twin of the first pair of ``errors_sql``: ValueError, same text."""
-        if not self.checked:
-            return
-        ok = value in self.choices if self.choices else self.bounds.accepts(value)
-        if not ok:
-            raise ValueError(f"{function}: {self.name} must be {self.requirement()}, "
-                             f"got {value!r}")
-
-    def sql_default(self) -> str:
-        if self.default is None:
-            return "NULL"
-        if isinstance(self.default, str):
-            return "'" + self.default.replace("'", "''") + "'"
-        return repr(self.default)
+        return [self.error_sql(function), *(c.sql(function) for c in self.combinations)]
 
 
 @dataclass(frozen=True)

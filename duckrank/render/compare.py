@@ -118,8 +118,8 @@ def _test_section(test: StatTest) -> str:
     lines.extend(f"  - `{f.name}`: {f.doc}" for f in test.fields)
     lines.append(f"- Computed from: {test.summary.doc}, in SQL; the rest in numpy.")
     for option in test.options:
-        lines.append(f"- `{option.name}` (a {option.kind}, default `{option.default!r}`): "
-                     f"{option.doc}.")
+        lines.append(f"- `{option.name}` ({option.requirement()}, default "
+                     f"`{option.default!r}`): {option.doc}.")
     lines.append(f"- Null hypothesis: {test.null_hypothesis}")
     lines.append(f"- {'p-value' if 'p_value' in (f.name for f in test.fields) else 'Interval'}: "
                  f"{test.convention}")

@@ -99,10 +99,12 @@ def _quoted(text: str) -> str:
     )
 
 
-def _table_macro(fn: str, layout: str, columns: list[tuple[str, int, str]], extra: bool) -> str:
-    """``columns``: (name, field number, type VARCHAR, BIGINT or DOUBLE); ``extra``: whether fields
-    after the last column are allowed (and ignored). A bad line is an error that names the macro,
-    the file and the line number and quotes the line."""
+def table_macro(fn: str, layout: str, columns: list[tuple[str, int, str]], extra: bool,
+                temp: bool = False) -> str:
+    """The CREATE statement of a table macro reading a space-separated file. ``columns``: (name,
+    field number, type VARCHAR, BIGINT or DOUBLE); ``extra``: whether fields after the last
+    column are allowed (and ignored); ``temp``: a TEMP macro (a command's own reader). A bad
+    line is an error that names the macro, the file and the line number and quotes the line."""
 
     def fail(problem: str) -> str:
         return (
@@ -127,7 +129,8 @@ def _table_macro(fn: str, layout: str, columns: list[tuple[str, int, str]], extr
     has_nul = fail("'a NUL byte (shown as \\0)'")
     bad_count = fail(f"'expected {expected} fields ({layout}), got ' || len(f)")
     return (
-        f"CREATE OR REPLACE MACRO {fn}(path, file_encoding := 'utf-8') AS TABLE\n"
+        f"CREATE OR REPLACE {'TEMP ' if temp else ''}MACRO {fn}(path, file_encoding := 'utf-8') "
+        "AS TABLE\n"
         f"SELECT {', '.join(selected)}\n"
         f"FROM (SELECT line, line_number, {_FAST_FIELDS} AS f FROM (\n"
         f"  SELECT line, ordinality AS line_number, string_split(line, ' ') AS spaces "
@@ -156,6 +159,6 @@ QRELS_COLUMNS = [
 ]
 
 MACROS = (
-    _table_macro("read_trec_run", "qid Q0 docid rank score tag", RUN_COLUMNS, extra=True),
-    _table_macro("read_trec_qrels", "qid iteration docid grade", QRELS_COLUMNS, extra=False),
+    table_macro("read_trec_run", "qid Q0 docid rank score tag", RUN_COLUMNS, extra=True),
+    table_macro("read_trec_qrels", "qid iteration docid grade", QRELS_COLUMNS, extra=False),
 )

@@ -41,6 +41,7 @@ import numpy as np
 from duckrank.stats.record import (
     BLOCKED,
     LABELLED,
+    PROPORTION,
     Field,
     LabelledRows,
     Option,
@@ -234,8 +235,8 @@ TUKEY_FIELDS = (
     Field("ci_high", "DOUBLE[]", "per pair, its upper end"),
 )
 
-LEVEL = Option("level", 0.95, "number in (0, 1)",
-               "the simultaneous confidence level of the intervals")
+LEVEL = Option("level", 0.95, "the simultaneous confidence level of the intervals",
+               bounds=PROPORTION)
 
 _UNDEFINED = (
     "NULL p-values, statistics and effect sizes when fewer than 2 systems have values, when "

@@ -17,45 +17,41 @@ comparison report's tests (``InReport``: ``duckrank.compare``'s ``test=``, its l
 
 from __future__ import annotations
 
-import math
+import contextlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from duckrank.options import Bounds
+from duckrank.options import Option as OptionModel
+
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+
+# The domains of the tests' options, in the words their messages and docs/compare.md use.
+POSITIVE_INTEGER = Bounds(1, whole=True, words="a positive integer")
+NON_NEGATIVE_INTEGER = Bounds(0, whole=True, words="a non-negative integer")
+PROPORTION = Bounds(0, 1, open_low=True, open_high=True, words="a number in (0, 1)")
 
 
 @dataclass(frozen=True)
-class Option:
-    """A named SQL parameter with a default (``trials := 10000``).
-
-    ``kind`` is what a valid value is, as the error message and the docs say it: "positive
-    integer", "non-negative integer" or "number in (0, 1)".
-    """
-
-    name: str
-    default: int | float
-    kind: str
-    doc: str
+class Option(OptionModel):
+    """A test's option (``duckrank.options.Option``: ``trials := 10000``, with its ``bounds``),
+    read from the SQL text the aggregate gets."""
 
     def parse(self, function: str, text: str | None) -> int | float:
         """The option's value from its SQL text (the macros pass ``option::VARCHAR``, so a value
-        of any SQL type arrives here and a wrong one is reported as the user wrote it)."""
+        of any SQL type arrives here and a wrong one is reported as the user wrote it). A whole
+        number must be written as one: "2.0" is not a count of trials."""
         value: int | float | None = None
-        if text is not None and self.kind == "number in (0, 1)":
-            try:
-                number = float(text)
-            except ValueError:
-                number = math.nan
-            value = number if 0 < number < 1 else None
-        elif text is not None and _INTEGER.fullmatch(text.strip()):
-            number = int(text)
-            value = number if number >= (1 if self.kind == "positive integer" else 0) else None
-        if value is None:
-            got = "NULL" if text is None else repr(text)
-            raise ValueError(f"{function}: {self.name} must be a {self.kind}, got {got}")
+        if text is not None and self.bounds.whole:
+            value = int(text) if _INTEGER.fullmatch(text.strip()) else None
+        elif text is not None:
+            with contextlib.suppress(ValueError):  # not a number: the error below says so
+                value = float(text)
+        if value is None or not self.bounds.accepts(value):
+            raise ValueError(self.error_text(function, "NULL" if text is None else repr(text)))
         return value
 
 

@@ -25,7 +25,17 @@ from collections.abc import Callable
 
 import numpy as np
 
-from duckrank.stats.record import DIFFERENCES, VALUES, Field, InReport, Option, StatTest
+from duckrank.stats.record import (
+    DIFFERENCES,
+    NON_NEGATIVE_INTEGER,
+    POSITIVE_INTEGER,
+    PROPORTION,
+    VALUES,
+    Field,
+    InReport,
+    Option,
+    StatTest,
+)
 
 _BLOCK = 1 << 19  # numbers held per block of trials (4 MiB as float64)
 _COLUMNS = 512  # bytes of flips (4,096 values) per slice: its table (1 MiB) stays in cache
@@ -184,13 +194,15 @@ def bootstrap_kernel(values: np.ndarray, level: float, trials: int, seed: int,
     return {"n": n, "mean": mean, "ci_low": float(low), "ci_high": float(high)}
 
 
-TRIALS = Option("trials", 10000, "positive integer", "the number of random trials (resamples)")
+TRIALS = Option("trials", 10000, "the number of random trials (resamples)",
+                bounds=POSITIVE_INTEGER)
 SEED = Option(
-    "seed", 0, "non-negative integer",
+    "seed", 0,
     "seeds numpy's PCG64 generator; the same seed gives the same answer whatever DuckDB's "
     "threads and the order of the rows (each group draws from the same seed)",
+    bounds=NON_NEGATIVE_INTEGER,
 )
-LEVEL = Option("level", 0.95, "number in (0, 1)", "the confidence level of the interval")
+LEVEL = Option("level", 0.95, "the confidence level of the interval", bounds=PROPORTION)
 
 _MONTE_CARLO = (
     "With the default 10,000 trials the Monte Carlo standard error of a p-value p is "

@@ -454,6 +454,7 @@ def test_a_new_test_is_one_record(shared, data, monkeypatch, capsys) -> None:
     import dataclasses
 
     from duckrank import cli, stats
+    from duckrank.reports.compare import command
     from duckrank.reports.compare import options as compare_options
     from duckrank.stats.record import InReport
 
@@ -461,7 +462,7 @@ def test_a_new_test_is_one_record(shared, data, monkeypatch, capsys) -> None:
     record = dataclasses.replace(base, report=InReport(
         alias="sign_flips", title="a sign-flip test", help="sign flips, --trials of them"))
     tests = dict(sorted({**stats.REPORT_TESTS, "sign_flips": record}.items()))
-    for module in (stats, compare_options, cli):  # compare's options read REPORT_TESTS
+    for module in (stats, compare_options):  # compare's options and command read REPORT_TESTS
         monkeypatch.setattr(module, "REPORT_TESTS", tests)
 
     runs, qrels = data
@@ -474,7 +475,7 @@ def test_a_new_test_is_one_record(shared, data, monkeypatch, capsys) -> None:
     with pytest.raises(ValueError, match="must be one of randomization, sign_flips, t"):
         _compare(shared, runs, qrels, ["mrr"], test="z")
 
-    assert "sign_flips (sign flips, --trials of them), t (" in cli._test_help()
+    assert "sign_flips (sign flips, --trials of them), t (" in command._test_help()
     with pytest.raises(SystemExit):
         cli.main(["compare", "--help"])
     assert "{randomization,sign_flips,t,wilcoxon}" in capsys.readouterr().out

@@ -42,8 +42,9 @@ def test_the_report_offers_the_tests_whose_records_say_how() -> None:
     (``StatTest.report``), in the aliases' order; the hand-written docs name each of them."""
     from pathlib import Path
 
-    from duckrank.cli import _test_help, build_parser
+    from duckrank.cli import build_parser
     from duckrank.reports import compare
+    from duckrank.reports.compare.command import _test_help
     from duckrank.stats import REPORT_TESTS
 
     offered = {t.report.alias: t for t in TESTS if t.report is not None}

@@ -22,7 +22,7 @@ from duckrank.stats.distributions import (
     signed_rank_tails,
     student_t_two_sided,
 )
-from duckrank.stats.record import Option
+from duckrank.stats.record import NON_NEGATIVE_INTEGER, POSITIVE_INTEGER, PROPORTION, Option
 
 mpmath.mp.dps = 50
 
@@ -114,6 +114,10 @@ def test_signed_rank_tails_stay_exact_at_50_ranks() -> None:
     assert below == above and below + above == 2**50
 
 
+_KINDS = {"positive integer": POSITIVE_INTEGER, "non-negative integer": NON_NEGATIVE_INTEGER,
+          "number in (0, 1)": PROPORTION}
+
+
 @pytest.mark.parametrize(("kind", "text", "value"), [
     ("positive integer", "10000", 10000),
     ("positive integer", " +7 ", 7),
@@ -123,7 +127,7 @@ def test_signed_rank_tails_stay_exact_at_50_ranks() -> None:
     ("number in (0, 1)", "1e-3", 0.001),
 ])
 def test_option_values(kind: str, text: str, value: float) -> None:
-    assert Option("trials", 1, kind, "").parse("f", text) == value
+    assert Option("trials", 1, "", bounds=_KINDS[kind]).parse("f", text) == value
 
 
 @pytest.mark.parametrize(("kind", "text"), [
@@ -136,7 +140,7 @@ def test_option_values(kind: str, text: str, value: float) -> None:
 def test_option_errors_name_function_option_and_value(kind: str, text: str | None) -> None:
     got = "NULL" if text is None else repr(text)
     with pytest.raises(ValueError) as error:
-        Option("level", 1, kind, "").parse("f", text)
+        Option("level", 1, "", bounds=_KINDS[kind]).parse("f", text)
     assert str(error.value) == f"f: level must be a {kind}, got {got}"
 
 

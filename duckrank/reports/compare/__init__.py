@@ -33,7 +33,9 @@ One module per job, each importing only those listed before it:
   ``per_query``);
 * ``significance``: the means, intervals, tests and corrections as SQL over that table
   (``adjusted_sql``), and the ``Report`` they make;
-* ``api``: ``compare`` and ``comparison`` (its work on a connection, the command line's too).
+* ``api``: ``compare`` and ``comparison`` (its work on a connection, the command line's too);
+* ``command``: the command line's ``compare``, ``plot`` and ``report`` (their arguments and
+  runners; ``duckrank.cli`` adds them).
 
 This package re-exports their public names: ``from duckrank.reports.compare import compare``.
 """
