@@ -7,7 +7,8 @@ Where the expected lines come from:
   CHANGELOG for version 10.0", folder test/; the commands are its Makefile's ``quicktest``);
 * outputs of the trec_eval 10.0 binary on a small generated qrels/run pair covering the flags
   (``data/trec_eval_10_generated``: the files, each output and, in commands.tsv, the command
-  that printed it; written by ``trec_eval_differential.py --pin``);
+  that printed it; written by ``trec_eval_differential.py --pin``), and on generated preference
+  files (``data/trec_eval_10_prefs``, ``--sets prefs --pin``);
 * the binary itself on freshly generated files, when it is on this machine
   (``trec_eval_oracle.binary``; skipped otherwise);
 * hand calculations, written out in each test.
@@ -20,7 +21,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from trec_eval_oracle import binary, duckrank_lines, generate, run_binary, run_duckrank
+from trec_eval_oracle import (
+    binary,
+    duckrank_lines,
+    generate,
+    generate_prefs,
+    run_binary,
+    run_duckrank,
+)
 
 import duckrank
 from duckrank.reports.trec_eval import trec_eval, trec_eval_lines
@@ -28,6 +36,7 @@ from duckrank.reports.trec_eval import trec_eval, trec_eval_lines
 DATA = Path(__file__).parent / "data"
 UPSTREAM = DATA / "trec_eval_10_test"
 PINNED = DATA / "trec_eval_10_generated"
+PINNED_PREFS = DATA / "trec_eval_10_prefs"
 
 # trec_eval's Makefile, quicktest: (expected output, flags, qrels, results).
 MEAS_PARAMS = ["-q", "-miprec_at_recall..10,.20,.25,.75,.50", "-m", "P.5,7,3", "-m",
@@ -47,6 +56,12 @@ UPSTREAM_CASES = [
     ("out.test.aqZ", ["-q", "-m", "all_trec", "-Z", str(UPSTREAM / "zscores_file")],
      "qrels.test", "results.test"),
     ("out.test.qrels_jg", ["-m", "qrels_jg", "-q", "-R", "qrels_jg"], "qrels.123",
+     "results.test"),
+    ("out.test.prefs", ["-m", "all_prefs", "-q", "-R", "prefs"], "prefs.test",
+     "prefs.results.test"),
+    ("out.test.prefs", ["-m", "all_prefs", "-q", "-R", "prefs"], "prefs.comment.test",
+     "prefs.results.test"),
+    ("out.test.qrels_prefs", ["-m", "all_prefs", "-q", "-R", "qrels_prefs"], "qrels.test",
      "results.test"),
 ]
 
@@ -72,19 +87,20 @@ def test_trec_evals_own_test_outputs(con, expected: str, flags: list[str], qrels
     assert duckrank_lines(args, con) == _lines(UPSTREAM / expected)
 
 
-def _pinned() -> list[tuple[str, int, str, list[str]]]:
+def _pinned() -> list[tuple[Path, str, int, str, list[str]]]:
     rows = []
-    for line in (PINNED / "commands.tsv").read_text().splitlines():
-        output, status, name, command = line.split("\t")
-        args = [str(PINNED / a) if (PINNED / a).is_file() else a
-                for a in shlex.split(command)[1:]]
-        rows.append((output, int(status), name, args))
+    for folder in (PINNED, PINNED_PREFS):
+        for line in (folder / "commands.tsv").read_text().splitlines():
+            output, status, name, command = line.split("\t")
+            args = [str(folder / a) if (folder / a).is_file() else a
+                    for a in shlex.split(command)[1:]]
+            rows.append((folder / output, int(status), name, args))
     return rows
 
 
 @pytest.mark.parametrize(("output", "status", "name", "args"), _pinned(),
                          ids=[row[2] for row in _pinned()])
-def test_the_binarys_pinned_outputs(con, output: str, status: int, name: str,
+def test_the_binarys_pinned_outputs(con, output: Path, status: int, name: str,
                                     args: list[str]) -> None:
     if status != 0:
         # trec_eval 10 stops (exit 4) at a qrels query the run lacks, without -c: the command
@@ -92,7 +108,7 @@ def test_the_binarys_pinned_outputs(con, output: str, status: int, name: str,
         ours, lines, error = run_duckrank(args)
         assert ours == 1 and lines == [] and "has no line in the run file" in error
         return
-    assert duckrank_lines(args, con) == _lines(PINNED / output)
+    assert duckrank_lines(args, con) == _lines(output)
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +127,19 @@ def test_live_against_the_binary(con, oracle: str, tmp_path: Path, flags: list[s
     status, expected, _ = run_binary(oracle, [*flags, qrels, files["run"]])
     assert status == 0
     assert duckrank_lines([*flags, qrels, files["run"]], con) == expected
+
+
+@pytest.mark.parametrize("flags", [["-q", "-R", "prefs", "-m", "all_prefs"],
+                                   ["-q", "-c", "-M", "8", "-R", "prefs", "-m", "all_prefs"],
+                                   ["-q", "-R", "qrels_prefs", "-m", "all_prefs"]])
+def test_prefs_live_against_the_binary(con, oracle: str, tmp_path: Path,
+                                       flags: list[str]) -> None:
+    files = generate_prefs(tmp_path, seed=13, queries=30)
+    judgments = files["qrels_prefs" if "qrels_prefs" in flags else
+                      "prefs_extra" if "-c" in flags else "prefs"]
+    status, expected, _ = run_binary(oracle, [*flags, judgments, files["prefs_run"]])
+    assert status == 0
+    assert duckrank_lines([*flags, judgments, files["prefs_run"]], con) == expected
 
 
 def _write(path: Path, lines: list[str]) -> str:
@@ -230,8 +259,12 @@ def test_debug_query_and_formats() -> None:
     assert lines == ["num_rel               \tq3\t3", "map                   \tq3\t0.0370",
                      "num_q                 \tall\t1", "num_rel               \tall\t3",
                      "map                   \tall\t0.0370"]
-    for flags, message in ((["-R", "prefs"], "-R prefs: trec_eval's preference"),
-                           (["-m", "map_avgjg"], "-m map_avgjg: a measure of judgment groups"),
+    for flags, message in ((["-R", "prefs"], "-R prefs: trec_eval computes only runid, num_q "
+                                             "and the preference measures"),
+                           (["-m", "map_avgjg"], "-m map_avgjg: trec_eval computes it from "
+                                                 "-R qrels_jg only"),
+                           (["-R", "prefs", "--compat", "9.0.8", "-m", "prefs_simp"],
+                            "duckrank reproduces the preference measures of trec_eval 10 only"),
                            (["-R", "qrels_jg", "-m", "map"], "-R qrels_jg: trec_eval computes"),
                            (["-T", "foo"], "-T foo: trec_eval 10 reads trec_results only"),
                            (["-D", "2"], "-D 2: duckrank prints no debugging output"),
@@ -261,3 +294,66 @@ def test_the_sql_functions_behind_the_new_measures(con) -> None:  # (the module'
     assert row[4] == pytest.approx(0.625)
     with pytest.raises(Exception, match="rounding"):
         con.execute(f"SELECT iprec_at_recall({binary}, rounding := 'up')").fetchall()
+
+
+# get_prefs.c's examples (its comment), a query each: q1 one sub-group ranking six documents
+# ("establishes a total of 13 preferences"); q2 two sub-groups of one judgment group, whose 5
+# preferences given (1>2, 1>3, 2>3, 4>1, 4>2; 1>2 once) make 6 with 4>3, which transitivity
+# adds (form_prefs_counts.c, add_transitives; the comment counts the 5 given); q3 "expresses 5
+# preferences (1>2, 1>3, 2>3, 2>4, 1>4)".
+DOCUMENTED_PREFS = [
+    "q1 u1 s1 d1 3.0", "q1 u1 s1 d2 2.0", "q1 u1 s1 d3 0.0", "q1 u1 s1 d4 6.0",
+    "q1 u1 s1 d5 0.0", "q1 u1 s1 d6 2.0",
+    "q2 u1 s1 d1 3.0", "q2 u1 s1 d2 2.0", "q2 u1 s1 d3 1.0", "q2 u1 s2 d1 2.0",
+    "q2 u1 s2 d2 1.0", "q2 u1 s2 d4 3.0",
+    "q3 u1 s1 d1 3.0", "q3 u1 s1 d2 2.0", "q3 u1 s1 d3 1.0", "q3 u1 s2 d2 5.0",
+    "q3 u1 s2 d4 4.0",
+]
+
+
+def test_prefs_by_hand(tmp_path: Path) -> None:
+    """q1 ranked d4 d2 d1 (the others not retrieved): of its 13 preferences, d4 > d2 and
+    d4 > d1 are fulfilled among the retrieved and d1 > d2 is not (prefs_simp_ret 2/3); d4, d1
+    and d2 over the unretrieved d3, d5 (and d6 for d4, d1) are 8 implied ones, all fulfilled;
+    d6 > d3, d5 involve no retrieved document: prefs_simp = 10/13, prefs_simp_imp = 10/11.
+    q2 and q3 retrieve none of theirs: 0."""
+    judgments = _write(tmp_path / "p", DOCUMENTED_PREFS)
+    ranking = _write(tmp_path / "r", ["q1 Q0 d4 1 3 t", "q1 Q0 d2 2 2 t", "q1 Q0 d1 3 1 t",
+                                      "q2 Q0 x 1 1 t", "q3 Q0 x 1 1 t"])
+    rows = {(m, q): v for m, q, v in trec_eval(
+        judgments, ranking, ["prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_simp",
+                             "prefs_simp_ret", "prefs_simp_imp"], per_query=True,
+        rel_info_format="prefs")}
+    assert [rows["prefs_num_prefs_poss", q] for q in ("q1", "q2", "q3", "all")] == [13, 6, 5, 24]
+    assert rows["prefs_num_prefs_ful", "q1"] == 10
+    assert rows["prefs_simp", "q1"] == 10 / 13
+    assert rows["prefs_simp_ret", "q1"] == 2 / 3
+    assert rows["prefs_simp_imp", "q1"] == 10 / 11
+    assert rows["prefs_simp", "q2"] == rows["prefs_simp", "q3"] == 0.0
+
+
+@pytest.mark.parametrize(("lines", "requests", "message"), [
+    # form_prefs_counts.c stops at both (the second: Pref inconsistency found, then abort).
+    (["q1 u1 s1 d1 1", "q1 u1 s1 d2 0", "q1 u1 s2 d2 1"], ["prefs_simp"],
+     "gives document 'd2' the level 0 and a level above 0 in judgment group 'u1'"),
+    (["q1 u1 s1 d1 2", "q1 u1 s1 d2 1", "q1 u1 s2 d2 2", "q1 u1 s2 d1 1"], ["prefs_simp"],
+     "document 'd1' is, through other documents, preferred to itself"),
+    (["q1 u1 s1 d1 2", "q1 u1 s1 d1 1"], ["prefs_simp"],
+     "judges document 'd1' twice in sub-group 's1' of judgment group 'u1'"),
+    (["q1 u1 s1 d1 2", "q1 u1 s1 d2 -1", "q1 u1 s2 d1 1"], ["prefs_simp"],
+     "gives document 'd2' a negative level in judgment group 'u1'"),
+    (["q1 u1 s1 d1 2", "q1 u1 d2 1"], ["prefs_simp"], r"line 2: expected 5 fields"),
+    (["q1 u1 s1 d1 2", "", "q1 u1 s1 d2 1"], ["prefs_simp"], "line 2: a blank line"),
+    (["q1 u1 s1 d1 2"], ["map"], "-R prefs: trec_eval computes only runid, num_q"),
+    # One relevant document and three nonrelevant ones, of levels 0, -1, -1... in a group of
+    # one sub-group: m_prefs_avgjg_Rnonrel.c takes the first num_rel (2) of the lowest level,
+    # which has 1, and reads past it.
+    (["q1 u1 s1 d1 2", "q1 u1 s1 d2 1", "q1 u1 s1 d3 0", "q1 u1 s1 d4 0", "q1 u1 s1 d5 -1"],
+     ["prefs_avgjg_Rnonrel"], "fewer documents at its lowest level"),
+])
+def test_prefs_errors(tmp_path: Path, lines: list[str], requests: list[str],
+                      message: str) -> None:
+    judgments = _write(tmp_path / "p", lines)
+    ranking = _write(tmp_path / "r", ["q1 Q0 d1 1 1 t"])
+    with pytest.raises((ValueError, duckdb.Error), match=message):
+        trec_eval(judgments, ranking, requests, rel_info_format="prefs")

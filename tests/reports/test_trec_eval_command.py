@@ -25,6 +25,7 @@ import duckdb
 import numpy as np
 import pytest
 import pytrec_eval
+from trec_eval_oracle import PREFS_NAMES
 
 import duckrank
 from duckrank.cli import build_parser
@@ -299,7 +300,7 @@ def test_ties_as_c_floats_and_docid_order(tmp_path: Path, con) -> None:
     (["-m", "P."], "no parameters after the dot"),
     (["-m", "P.5", "-m", "P.10"], "give them all at once, e.g. -m P.5,10"),
     (["-m", "map.3"], "takes no parameters"),
-    (["-m", "all_prefs"], "preference measures"),
+    (["-m", "all_prefs"], "from -R prefs or -R qrels_prefs only"),
     (["-m", "rbp.1=3"], "write the persistence as p=VALUE"),
     (["-M", "0"], "-M 0"),
     (["-l", "-1"], "-l -1"),
@@ -355,7 +356,7 @@ def test_every_measure_is_available_and_all_trec_is_trec_eval_9s() -> None:
         pytrec_eval.supported_nicknames["all_trec"])
     assert {m.name for m in MEASURES} - pytrec_eval.supported_nicknames["all_trec"] == {
         "rbp", "rbp_resid", "unj", "dcg", "ideal_dcg", "yaap", "map_avgjg", "P_avgjg",
-        "Rprec_mult_avgjg"}
+        "Rprec_mult_avgjg", *PREFS_NAMES}
     check_available(requested_values([m.name for m in MEASURES]))  # (qrels_jg's included)
 
 

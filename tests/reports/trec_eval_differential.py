@@ -3,12 +3,17 @@
     .venv/bin/python tests/reports/trec_eval_differential.py [--queries 400] [--seed 0] [--show 5]
     .venv/bin/python tests/reports/trec_eval_differential.py --queries 12 --seed 7 \
         --pin tests/reports/data/trec_eval_10_generated
+    .venv/bin/python tests/reports/trec_eval_differential.py --sets prefs --queries 12 \
+        --seed 7 --pin tests/reports/data/trec_eval_10_prefs
 
 For each flag set of ``FLAG_SETS`` both commands read the same seeded random qrels and run
 (``trec_eval_oracle.generate``: grades -1..3, ties, unjudged documents, queries in one file
-only); the script prints, per flag set, the lines trec_eval prints, how many of them duckrank
-does not print (``missing``), how many duckrank prints that trec_eval does not (``extra``),
-whether the order is the same, and the first differing lines. Exit status 1 when any differ.
+only), and for each of ``PREFS_FLAG_SETS`` the preference files (``generate_prefs``: several
+judgment groups and sub-groups, tied levels, unjudged documents, queries in one file only);
+``--sets`` picks them (default both). The script prints, per flag set, the lines trec_eval
+prints, how many of them duckrank does not print (``missing``), how many duckrank prints that
+trec_eval does not (``extra``), whether the order is the same, and the first differing lines.
+Exit status 1 when any differ.
 
 ``--pin FOLDER`` writes the generated files to FOLDER and, for each flag set, what trec_eval
 prints (``<n>.out``, its exit status in ``commands.tsv`` with the command that printed it):
@@ -23,7 +28,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from trec_eval_oracle import binary, generate, run_binary, run_duckrank
+from trec_eval_oracle import binary, generate, generate_prefs, run_binary, run_duckrank
 
 # (name, qrels file key, flags): -c reads the qrels with queries the run lacks; trec_eval 10
 # stops on those without -c, which the last set checks (both commands fail).
@@ -53,6 +58,36 @@ FLAG_SETS = (
     ("no -c, qrels-only queries", "qrels_extra", ["-m", "map"]),
 )
 
+# (name, file key, flags) on generate_prefs's files, the run being prefs_run: -J, -l and -N
+# are accepted and change nothing, as in trec_eval; the qrels of ``generate`` (grades -1..3)
+# read as qrels_prefs take the prefs set, without prefs_avgjg_Rnonrel*, which read past their
+# data on groups of a few negative grades (docs/trec_eval.md).
+PREFS_FLAG_SETS = (
+    ("-q -R prefs all_prefs", "prefs", ["-q", "-R", "prefs", "-m", "all_prefs"]),
+    ("-q -c -R prefs all_prefs", "prefs_extra", ["-q", "-c", "-R", "prefs", "-m", "all_prefs"]),
+    ("-q -M6 -R prefs all_prefs", "prefs", ["-q", "-M", "6", "-R", "prefs", "-m", "all_prefs"]),
+    ("-q -J -l2 -N50 -R prefs", "prefs", ["-q", "-J", "-l", "2", "-N", "50", "-R", "prefs",
+                                          "-m", "all_prefs"]),
+    ("-q -Z -R prefs all_prefs", "prefs", ["-q", "-Z", "{prefs_zscores}", "-R", "prefs",
+                                           "-m", "all_prefs"]),
+    ("-R prefs -m prefs -m num_q", "prefs", ["-R", "prefs", "-m", "prefs", "-m", "num_q"]),
+    ("-q -R qrels_prefs all_prefs", "qrels_prefs", ["-q", "-R", "qrels_prefs",
+                                                    "-m", "all_prefs"]),
+    ("-q -c -R qrels_prefs, grades -1..3", "qrels_extra", ["-q", "-c", "-R", "qrels_prefs",
+                                                           "-m", "prefs"]),
+    ("no -c, prefs-only queries", "prefs_extra", ["-R", "prefs", "-m", "prefs_simp"]),
+)
+SETS = {"qrels": FLAG_SETS, "prefs": PREFS_FLAG_SETS}
+
+
+def _files(folder: Path, seed: int, queries: int) -> dict[str, str]:
+    """Both generators' files (the qrels_prefs sets also read ``generate``'s qrels)."""
+    return {**generate(folder, seed, queries), **generate_prefs(folder, seed, queries)}
+
+
+def _run_file(files: dict[str, str], key: str) -> str:
+    return files["prefs_run" if key.startswith("prefs") or key == "qrels_prefs" else "run"]
+
 
 def compare(expected: list[str], got: list[str]) -> tuple[int, int, bool]:
     """(lines of ``expected`` not in ``got``, lines of ``got`` not in ``expected``, same
@@ -61,14 +96,14 @@ def compare(expected: list[str], got: list[str]) -> tuple[int, int, bool]:
     return sum((want - have).values()), sum((have - want).values()), expected == got
 
 
-def pin(oracle: str, folder: Path, seed: int, queries: int) -> None:
+def pin(oracle: str, folder: Path, seed: int, queries: int, sets: str) -> None:
     """The generated files and trec_eval's outputs in ``folder`` (see the module)."""
     folder.mkdir(parents=True, exist_ok=True)
-    files = generate(folder, seed, queries)
+    files = (generate if sets == "qrels" else _files)(folder, seed, queries)
     names = {path: Path(path).name for path in files.values()}
     commands = []
-    for index, (name, qrels, flags) in enumerate(FLAG_SETS):
-        command = [f.format(**files) for f in flags] + [files[qrels], files["run"]]
+    for index, (name, qrels, flags) in enumerate(SETS[sets]):
+        command = [f.format(**files) for f in flags] + [files[qrels], _run_file(files, qrels)]
         status, lines, _ = run_binary(oracle, command)
         (folder / f"{index}.out").write_text("".join(line + "\n" for line in lines))
         shown = " ".join(names.get(arg, arg) for arg in command)
@@ -82,21 +117,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=3, help="differing lines shown per set")
     parser.add_argument("--pin", type=Path, help="write the files and trec_eval's outputs here")
+    parser.add_argument("--sets", choices=("qrels", "prefs", "all"), default="all",
+                        help="the flag sets run (--pin: qrels or prefs)")
     args = parser.parse_args(argv)
     oracle = binary()
     if oracle is None:
         print("no trec_eval 10.0 binary (set DUCKRANK_TREC_EVAL)", file=sys.stderr)
         return 2
     if args.pin is not None:
-        pin(oracle, args.pin, args.seed, args.queries)
+        if args.sets == "all":
+            parser.error("--pin takes --sets qrels or --sets prefs")
+        pin(oracle, args.pin, args.seed, args.queries, args.sets)
         return 0
+    flag_sets = FLAG_SETS + PREFS_FLAG_SETS if args.sets == "all" else SETS[args.sets]
     failed = False
     total_lines = total_missing = 0
     with tempfile.TemporaryDirectory() as folder:
-        files = generate(Path(folder), args.seed, args.queries)
-        for name, qrels, flags in FLAG_SETS:
+        files = _files(Path(folder), args.seed, args.queries)
+        for name, qrels, flags in flag_sets:
             flags = [f.format(**files) for f in flags]
-            command = [*flags, files[qrels], files["run"]]
+            command = [*flags, files[qrels], _run_file(files, qrels)]
             status, expected, error = run_binary(oracle, command)
             ours, got, our_error = run_duckrank(command)
             missing, extra, ordered = compare(expected, got)

@@ -141,3 +141,68 @@ def generate(folder: Path, seed: int = 0, queries: int = 40) -> dict[str, str]:
         "run": _write(folder / "run.txt", run),
         "zscores": _write(folder / "zscores.txt", zscores),
     }
+
+
+# The value names of the prefs measures (trec_eval 10's all_prefs but runid and num_q:
+# measures.c, prefs_names).
+PREFS_NAMES = sorted(f"prefs_{name}" for name in (
+    "num_prefs_poss", "num_prefs_ful", "num_prefs_ful_ret", "simp", "pair", "avgjg",
+    "avgjg_Rnonrel", "simp_ret", "pair_ret", "avgjg_ret", "avgjg_Rnonrel_ret", "simp_imp",
+    "pair_imp", "avgjg_imp"))
+
+
+def _prefs_groups(rnd: random.Random, qid: str, docs: list[str], jsg_field: bool) -> list[str]:
+    """A query's preference lines: two to four judgment groups (users), each ranking its own
+    documents by a hidden level (ties, and level 0 for nonrelevant), in one to three sub-groups
+    that each show some of them (levels rescaled, order kept: the group stays consistent, as
+    trec_eval requires, while the users disagree with each other); ``jsg_field``: the prefs
+    layout (qid jg jsg docno level), else qrels_prefs's (qid jg docno level, one sub-group)."""
+    lines = []
+    for user in range(rnd.randint(2, 4) if jsg_field else rnd.randint(1, 2)):
+        levels = {doc: rnd.choice([0, 0, 0, 1, 1, 2, 3]) for doc in
+                  rnd.sample(docs, k=rnd.randint(2, min(len(docs), 14)))}
+        subgroups = rnd.randint(1, 3) if jsg_field else 1
+        jg = f"u{user}" if user or rnd.random() < 0.5 else "0"
+        for sub in range(subgroups):
+            shown = levels if subgroups == 1 else {
+                doc: level for doc, level in levels.items() if rnd.random() < 0.6}
+            scale = rnd.choice([1, 2, 0.5])
+            for doc, level in shown.items():
+                prefix = f"{qid} {jg} s{sub}" if jsg_field else f"{qid} {jg}"
+                lines.append(f"{prefix} {doc} {level * scale:g}")
+    return lines
+
+
+def generate_prefs(folder: Path, seed: int = 0, queries: int = 40) -> dict[str, str]:
+    """Files written to ``folder`` for ``-R prefs`` and ``-R qrels_prefs``: ``prefs`` (every
+    query of it is in the run), ``prefs_extra`` (with queries only in it, for ``-c``),
+    ``qrels_prefs`` (levels 0..3, one or two judgment groups per query, each in the run),
+    ``prefs_run`` (with unjudged documents, tied scores and queries only in the run) and
+    ``prefs_zscores`` (for ``-Z``)."""
+    rnd = random.Random(seed)
+    prefs, extra, qrels_prefs, run, zscores = ["# preferences"], [], [], [], []
+    for q in range(queries):
+        qid = f"p{q}" if q % 4 else str(q)
+        docs = list(dict.fromkeys(f"d{rnd.randint(0, 40)}" for _ in range(24)))
+        only_run, only_prefs = q % 9 == 4, q % 11 == 7
+        if not only_run:
+            (extra if only_prefs else prefs).extend(_prefs_groups(rnd, qid, docs, True))
+            lines = _prefs_groups(rnd, qid, docs, False)
+            if not only_prefs:
+                qrels_prefs.extend(lines)
+        if not only_prefs:
+            # (a group's first document is often left out: implied and unretrieved pairs)
+            ranked = docs[rnd.randint(0, 3):rnd.randint(4, len(docs))] + [f"u{q}"]
+            for rank, doc in enumerate(ranked, 1):
+                run.append(f"{qid} Q0 {doc} {rank} {_score(rnd)} prefs{seed}")
+        if q % 13 != 6:
+            zscores.extend(f"{qid} {name} {rnd.random():.4f} {rnd.random() + 0.05:.4f}"
+                           for name in PREFS_NAMES if rnd.random() < 0.9)
+    rnd.shuffle(run)
+    return {
+        "prefs": _write(folder / "prefs.txt", prefs),
+        "prefs_extra": _write(folder / "prefs_extra.txt", prefs + extra),
+        "qrels_prefs": _write(folder / "qrels_prefs.txt", qrels_prefs),
+        "prefs_run": _write(folder / "prefs_run.txt", run),
+        "prefs_zscores": _write(folder / "prefs_zscores.txt", zscores),
+    }

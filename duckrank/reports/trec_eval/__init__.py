@@ -33,8 +33,9 @@ measures call (``needed_functions``). A measure whose
 duckrank function is missing from this build is an error naming it (``MissingMeasure``), never a
 number. The formula macros' SQL text is written by ``duckrank.render.trec_eval``; the command's
 flags are parsed by ``duckrank.cli``, which calls ``write_lines``. Modules: ``measures`` (the
-table of measures and sets), ``requests`` (``-m``), ``zscores`` (``-Z``), ``command`` (the flags,
-the query, the checks and the lines).
+table of measures and sets), ``requests`` (``-m``), ``zscores`` (``-Z``), ``prefs`` (``-R prefs``
+and ``qrels_prefs``: the preferences and the ``prefs_*`` values), ``command`` (the flags, the
+query, the checks and the lines).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from duckrank.reports.trec_eval.measures import (
     MEASURES,
     MIN_GEO_MEAN,
     NICKNAMES,
-    OTHER_FORMATS,
+    REL_INFO_FORMATS,
     Call,
     Measure,
     MissingMeasure,
@@ -70,7 +71,7 @@ from duckrank.reports.trec_eval.requests import (
 )
 
 __all__ = [
-    "BY_NAME", "MEASURES", "MIN_GEO_MEAN", "NICKNAMES", "OTHER_FORMATS", "Call", "Measure",
+    "BY_NAME", "MEASURES", "MIN_GEO_MEAN", "NICKNAMES", "REL_INFO_FORMATS", "Call", "Measure",
     "MissingMeasure", "Options", "Row", "Value", "check_available", "debug_flag",
     "formula_macros", "needed_functions", "options_from_flags", "output_bytes", "printed_lines",
     "requested_values", "run_tag", "trec_eval", "trec_eval_lines", "write_lines",

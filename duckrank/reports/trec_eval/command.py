@@ -18,6 +18,7 @@ from duckrank.engines.duckdb import connect
 from duckrank.evaluation import float_score_sql
 from duckrank.files.trec import LATIN1, UTF8, check_order, encoding, file_paths, first_blank_line
 from duckrank.render.quoting import quote_identifier, quote_literal
+from duckrank.reports.trec_eval import prefs
 from duckrank.reports.trec_eval.measures import (
     COMPAT_9,
     COMPAT_10,
@@ -28,8 +29,11 @@ from duckrank.reports.trec_eval.measures import (
     GROUPS,
     MATCH,
     NUM_DOCS,
+    QRELS,
+    QRELS_JG,
     REC,
     REL,
+    REL_INFO_FORMATS,
     Measure,
     log_floor,
     sql_number,
@@ -49,8 +53,10 @@ class Options:
     """trec_eval's flags: ``-q`` per_query, ``-c`` complete, ``-n`` not summary, ``-M``
     max_docs, ``-l`` level, ``-J`` judged_only, ``-N`` num_docs, ``-Z`` zscores (the path of
     a file of ``qid measure mean stddev`` lines), ``-D`` debug_level and only_query (``-D
-    0.QID``), ``-R`` rel_info_format, ``-T`` results_format; and duckrank's ``--compat``:
-    the trec_eval version reproduced, '10.0' (NIST's current) or '9.0.8' (pytrec-eval-terrier's)."""
+    0.QID``), ``-R`` rel_info_format ('qrels', 'qrels_jg', 'prefs', 'qrels_prefs'), ``-T``
+    results_format; and duckrank's ``--compat``: the trec_eval version reproduced, '10.0'
+    (NIST's current) or '9.0.8' (pytrec-eval-terrier's). The keyword arguments of
+    ``trec_eval`` and ``trec_eval_lines``."""
 
     per_query: bool = False
     complete: bool = False
@@ -60,7 +66,7 @@ class Options:
     compat: str = COMPAT_10
     judged_only: bool = False
     num_docs: int = 0
-    zscores: str | None = None
+    zscores: str | Path | None = None
     only_query: str | None = None
     rel_info_format: str = "qrels"
     results_format: str = "trec_results"
@@ -92,35 +98,34 @@ def debug_flag(text: str) -> tuple[int, str | None]:
     return int(level), (query if dot else None)
 
 
-# trec_eval 10's qrels formats that duckrank does not read (formats.c); -R qrels_jg is qrels
-# whose second field names a judgment group (get_qrels_jg.c).
-OTHER_REL_FORMATS = ("prefs", "qrels_prefs")
-QRELS_JG = "qrels_jg"
-
-
-def _check_groups(values: Sequence[Value], options: Options) -> None:
-    """-R qrels_jg computes the judgment groups' measures (and runid, num_q) only, and they
-    need it: trec_eval 10 stops otherwise (form_res_rels.c: rel_info format not qrels)."""
-    grouped = options.rel_info_format == QRELS_JG
-    wrong = sorted({v.measure.name for v in values if v.measure.groups != grouped
-                    and v.measure.summary not in ("runid", "count")})
-    if wrong and grouped:
-        raise ValueError(f"-R qrels_jg: trec_eval computes only runid, num_q and the judgment "
-                         f"groups' measures (-m qrels_jg) from it, not {', '.join(wrong)}")
-    if wrong:
-        raise ValueError(f"-m {', '.join(wrong)}: a measure of judgment groups, which needs "
-                         "-R qrels_jg")
+def _check_measure_formats(values: Sequence[Value], options: Options) -> None:
+    """Each measure needs its -R formats (``Measure.formats``): trec_eval 10 stops otherwise
+    (form_res_rels.c, form_res_rels_jg.c, form_prefs_counts.c: rel_info format not ...).
+    -R qrels_jg computes only runid, num_q and the judgment groups' measures; -R prefs and
+    qrels_prefs only runid, num_q and the prefs_* measures."""
+    given = options.rel_info_format
+    wrong = sorted({v.measure.name for v in values if given not in v.measure.formats})
+    if not wrong:
+        return
+    if given != QRELS:
+        sets = {QRELS_JG: "the judgment groups' measures (-m qrels_jg)",
+                **dict.fromkeys(prefs.FORMATS, "the preference measures (-m all_prefs)")}
+        raise ValueError(f"-R {given}: trec_eval computes only runid, num_q and {sets[given]} "
+                         f"from it, not {', '.join(wrong)}")
+    needed = {f for v in values if given not in v.measure.formats for f in v.measure.formats}
+    which = "it" if len(wrong) == 1 else "them"
+    raise ValueError(f"-m {', '.join(wrong)}: trec_eval computes {which} from "
+                     f"-R {' or -R '.join(sorted(needed))} only, not from qrels")
 
 
 def _check_formats(options: Options) -> None:
     """-R, -T and -D as trec_eval 10 takes them, where duckrank follows."""
-    if options.rel_info_format in OTHER_REL_FORMATS:
-        raise ValueError(f"-R {options.rel_info_format}: trec_eval's preference and "
-                         "judgment-group formats are not supported; duckrank reads qrels")
-    if options.rel_info_format not in ("qrels", QRELS_JG):
-        raise ValueError(f"-R {options.rel_info_format}: trec_eval 10's formats are qrels, "
-                         f"{QRELS_JG}, {', '.join(OTHER_REL_FORMATS)} (trec_eval: Illegal "
-                         "rel_format)")
+    if options.rel_info_format not in REL_INFO_FORMATS:
+        raise ValueError(f"-R {options.rel_info_format}: trec_eval 10's formats are "
+                         f"{', '.join(REL_INFO_FORMATS)} (trec_eval: Illegal rel_format)")
+    if options.rel_info_format in prefs.FORMATS and options.compat != COMPAT_10:
+        raise ValueError(f"-R {options.rel_info_format} with --compat {options.compat}: "
+                         "duckrank reproduces the preference measures of trec_eval 10 only")
     if options.results_format != "trec_results":
         raise ValueError(f"-T {options.results_format}: trec_eval 10 reads trec_results only "
                          "(trec_eval: Illegal retrieval results format)")
@@ -251,6 +256,11 @@ def _judgments_sql(options: Options, built: str, only: str) -> str:
   FROM {qrels} GROUP BY query"""
 
 
+def _only(options: Options) -> str:
+    # -D 0.QID: that query alone (trec_eval.c skips the others).
+    return " WHERE query = $only_query" if options.only_query is not None else ""
+
+
 def _per_query_sql(values: Sequence[Value], options: Options) -> str:
     cut = f"[1:{int(options.max_docs)}]" if options.max_docs is not None else ""
     # trec_eval 10 stops at a qrels query the run lacks unless -c (``_check_all_ranked``).
@@ -273,8 +283,7 @@ def _per_query_sql(values: Sequence[Value], options: Options) -> str:
     built = "".join(f"\n         {sql} AS {name}," for name, sql in truths.items()
                     if name in columns)
     read = "".join(f", {name}" for name in truths if name in columns)
-    # -D 0.QID: that query alone (trec_eval.c skips the others).
-    only = " WHERE query = $only_query" if options.only_query is not None else ""
+    only = _only(options)
     judgments = _judgments_sql(options, built, only)
     if options.rel_info_format == QRELS_JG:
         read += f", {GROUPS}"
@@ -338,6 +347,19 @@ def _check_ranked_once(con: duckdb.DuckDBPyConnection, table: str,
         doc = f"document {item[0][0]!r}" if item else "a document"
         raise ValueError(f"the run file {shown!r} ranks {doc} twice for query "
                          f"{queries[0][0]!r}{where} (trec_eval: duplicate docs)")
+
+
+def _check_no_cycle(con: duckdb.DuckDBPyConnection, table: str, shown: str) -> None:
+    """trec_eval's error for preferences of one judgment group that contradict each other
+    (form_prefs_counts.c, add_transitives: Pref inconsistency found, then abort)."""
+    found = con.execute(f"SELECT query, duckrank_cycle FROM {table} WHERE duckrank_cycle "
+                        "IS NOT NULL ORDER BY query LIMIT 1").fetchall()
+    if found:
+        query, (group, item) = found[0]
+        raise ValueError(f"the preferences of judgment group {group!r} of query {query!r} in "
+                         f"{shown!r} contradict each other: document {item!r} is, through "
+                         "other documents, preferred to itself (trec_eval: Pref inconsistency "
+                         "found)")
 
 
 def _check_no_blank_line(path: str, shown: str) -> None:
@@ -454,16 +476,25 @@ def _per_query_table(con: duckdb.DuckDBPyConnection, table: str, values: Sequenc
                 "(duckrank evaluate takes RUN QRELS)")
     if options.compat == COMPAT_10:
         _check_no_blank_line(qrels_file, str(qrels))
-    params = {"run": run_file, "qrels": qrels_file, "level": options.level,
-              "encoding": _encoding(qrels_file, run_file)}
-    _check_judged_once(con, params, str(qrels), options.rel_info_format == QRELS_JG)
-    per_query = _per_query_sql(values, options)
+    params = {"run": run_file, "qrels": qrels_file, "encoding": _encoding(qrels_file, run_file)}
+    if options.rel_info_format in prefs.FORMATS:
+        prefs.check_lines(con, options.rel_info_format, params, str(qrels))
+        per_query = prefs.per_query_sql(options.rel_info_format, options.max_docs,
+                                        options.complete, _only(options),
+                                        _columns(values, options)[0])
+    else:
+        # (-l: relevant means grade >= level; the preferences read no level, as trec_eval's)
+        params["level"] = options.level
+        _check_judged_once(con, params, str(qrels), options.rel_info_format == QRELS_JG)
+        per_query = _per_query_sql(values, options)
     if NUM_DOCS in per_query:
         params["num_docs"] = options.num_docs
     if options.only_query is not None:
         params["only_query"] = options.only_query
     con.execute(f"CREATE TEMP TABLE {table} AS {per_query}", params)
     _check_ranked_once(con, table, params, options, str(run))
+    if options.rel_info_format in prefs.FORMATS:
+        _check_no_cycle(con, table, str(qrels))
     if not options.complete and options.compat == COMPAT_10:
         _check_all_ranked(con, table, str(qrels), str(run))
     if con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == 0:
@@ -495,13 +526,13 @@ def _evaluation(qrels: str | Path, run: str | Path, measures: Sequence[str], opt
     files' encoding (``_encoding``); every check runs before it is returned."""
     _check_options(options)
     values = requested_values(measures, options.compat)
-    _check_groups(values, options)
+    _check_measure_formats(values, options)
     check_available(values)
     con = connection if connection is not None else connect(functions=needed_functions(values))
     table = quote_identifier(f"duckrank_trec_eval_{uuid.uuid4().hex}")
     zscores = (quote_identifier(f"duckrank_trec_eval_zscores_{uuid.uuid4().hex}")
                if options.zscores is not None else None)
-    formulas = formula_macros(values)
+    formulas = {**formula_macros(values), **prefs.reader_macros(options.rel_info_format)}
     try:
         for statement in formulas.values():
             con.execute(statement)
@@ -521,35 +552,20 @@ def _evaluation(qrels: str | Path, run: str | Path, measures: Sequence[str], opt
             con.close()
 
 
-def trec_eval(
-    qrels: str | Path,
-    run: str | Path,
-    measures: Sequence[str] = (),
-    *,
-    per_query: bool = False,
-    complete: bool = False,
-    summary: bool = True,
-    max_docs: int | None = None,
-    level: int = 1,
-    compat: str = COMPAT_10,
-    judged_only: bool = False,
-    num_docs: int = 0,
-    zscores: str | Path | None = None,
-    rel_info_format: str = "qrels",
-    connection: duckdb.DuckDBPyConnection | None = None,
-) -> list[Row]:
+def trec_eval(qrels: str | Path, run: str | Path, measures: Sequence[str] = (), *,
+              connection: duckdb.DuckDBPyConnection | None = None, **flags: Any) -> list[Row]:
     """What ``trec_eval [-q] [-c] [-n] [-M max_docs] [-l level] [-J] [-N num_docs] [-Z zscores]
     [-R rel_info_format] -m ... qrels run`` prints (trec_eval 10.0's; ``compat='9.0.8'``: the
     trec_eval 9.0.8 of pytrec-eval-terrier), as rows (measure, query, value): the value a
     float at full precision, an int for the counts, a str for ``runid`` and ``relstring``;
     query ``'all'`` for the summary. ``measures`` as ``-m`` takes them
-    (``requested_values``); none: trec_eval's ``official`` set."""
-    options = Options(per_query, complete, summary, max_docs, level, compat, judged_only,
-                      num_docs, None if zscores is None else str(zscores),
-                      rel_info_format=rel_info_format)
+    (``requested_values``); none: trec_eval's ``official`` set. ``flags``: the fields of
+    ``Options`` (per_query=False, complete=False, summary=True, max_docs=None, level=1,
+    compat='10.0', judged_only=False, num_docs=0, zscores=None, rel_info_format='qrels', ...)."""
+    options = Options(**flags)
     rows: list[Row] = []
     with _evaluation(qrels, run, measures, options, connection) as (relation, _):
-        kinds = {v.name: v.measure.value for v in requested_values(measures, compat)}
+        kinds = {v.name: v.measure.value for v in requested_values(measures, options.compat)}
         for measure, query, number, text, _ in relation.fetchall():
             if text is not None or kinds[measure] == "string":
                 rows.append((measure, query, text or ""))
@@ -560,28 +576,11 @@ def trec_eval(
     return rows
 
 
-def trec_eval_lines(
-    qrels: str | Path,
-    run: str | Path,
-    measures: Sequence[str] = (),
-    *,
-    per_query: bool = False,
-    complete: bool = False,
-    summary: bool = True,
-    max_docs: int | None = None,
-    level: int = 1,
-    compat: str = COMPAT_10,
-    judged_only: bool = False,
-    num_docs: int = 0,
-    zscores: str | Path | None = None,
-    rel_info_format: str = "qrels",
-    connection: duckdb.DuckDBPyConnection | None = None,
-) -> list[str]:
+def trec_eval_lines(qrels: str | Path, run: str | Path, measures: Sequence[str] = (), *,
+                    connection: duckdb.DuckDBPyConnection | None = None,
+                    **flags: Any) -> list[str]:
     """The lines ``trec_eval`` prints (without their newlines); arguments as ``trec_eval``."""
-    options = Options(per_query, complete, summary, max_docs, level, compat, judged_only,
-                      num_docs, None if zscores is None else str(zscores),
-                      rel_info_format=rel_info_format)
-    return printed_lines(qrels, run, measures, options, connection)
+    return printed_lines(qrels, run, measures, Options(**flags), connection)
 
 
 def printed_lines(qrels: str | Path, run: str | Path, measures: Sequence[str],
@@ -614,7 +613,7 @@ def write_lines(qrels: str | Path, run: str | Path, measures: Sequence[str],
         # The flags are checked before duckrank is registered (which takes seconds).
         _check_options(options)
         values = requested_values(measures, options.compat)
-        _check_groups(values, options)
+        _check_measure_formats(values, options)
         check_available(values)
         con = connect(functions=needed_functions(values))
         # trec_eval's output only: no progress bar drawn among the lines on a terminal.

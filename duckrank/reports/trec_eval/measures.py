@@ -12,11 +12,16 @@ from typing import Any
 from duckrank.metrics import METRICS
 from duckrank.render.quoting import quote_identifier
 from duckrank.render.trec_eval import FORMULA, HITS
+from duckrank.reports.trec_eval import prefs
 
 # The trec_eval versions the command reproduces: NIST's trec_eval 10.0 (the default) and the
 # trec_eval 9.0.8 whose C code pytrec-eval-terrier bundles (``--compat 9.0.8``).
 COMPAT_10, COMPAT_9 = "10.0", "9.0.8"
 COMPATS = (COMPAT_10, COMPAT_9)
+
+# trec_eval 10's rel_info formats (-R, formats.c).
+QRELS, QRELS_JG = "qrels", "qrels_jg"
+REL_INFO_FORMATS = (QRELS, QRELS_JG, *prefs.FORMATS)
 
 # trec_eval's MIN_GEO_MEAN: the geometric means count a value below it as this value.
 MIN_GEO_MEAN = 0.00001
@@ -108,8 +113,10 @@ class Measure:
     run lacks (``-c``; None: its value on the empty ranking). ``on_empty``: the value's SQL when
     ``-J`` leaves a ranking empty, from the parameter and the version, where trec_eval's code
     does not give the computed value (its 0 / 0). ``complete_summary``: the summary's SQL under
-    ``-c`` where trec_eval computes it apart. ``groups``: a measure of ``-R qrels_jg``'s
-    judgment groups (``GROUPS``), which only that format has."""
+    ``-c`` where trec_eval computes it apart. ``formats``: the ``-R`` formats trec_eval computes
+    it from (form_res_rels.c, form_res_rels_jg.c and form_prefs_counts.c each stop at another):
+    ``-R qrels_jg``'s judgment groups (``GROUPS``) for its measures, the preferences
+    (``prefs.VALUES``) for the ``prefs_*`` ones."""
 
     name: str
     sql: Callable[[Any], str]
@@ -123,7 +130,7 @@ class Measure:
     sql_9: Callable[[Any], str] | None = None
     on_empty: Callable[[Any, str], str] | None = None
     complete_summary: str | None = None
-    groups: bool = False
+    formats: tuple[str, ...] = (QRELS,)
 
     def sql_for(self, compat: str) -> Callable[[Any], str]:
         """The SQL maker of the trec_eval version ``compat`` ('10.0' or '9.0.8')."""
@@ -193,6 +200,21 @@ def _over_groups(call: Call, k: str | None = None, **values: str) -> str:
     each = _zero_if_undefined(call, k, **values)
     return (f"list_reduce(list_transform({GROUPS}, lambda {GROUP}: {each}), "
             f"lambda a, b: a + b) / len({GROUPS})")
+
+
+def _prefs_sql(field: str) -> Callable[[Any], str]:
+    """A prefs measure: its field of the query's ``prefs.VALUES``. m_prefs_avgjg_Rnonrel*.c
+    recalculate a group whose nonrelevant documents outnumber its relevant ones from the first R
+    documents of its lowest level; where that level holds fewer, trec_eval reads past them into
+    memory it did not fill for this query, and the value is an error here."""
+    value = f"{prefs.VALUES}.{field}"
+    if not field.startswith("avgjg_Rnonrel"):
+        return lambda _: value
+    past = f"{prefs.VALUES}.{field}_past"
+    message = (f"'prefs_{field}: judgment group ''' || {past} || ''' of query ''' || query || "
+               "''' has fewer documents at its lowest level than trec_eval 10 reads there "
+               f"(m_prefs_{field}.c reads past them): its value is not reproducible'")
+    return lambda _: f"CASE WHEN {past} IS NOT NULL THEN error({message}) ELSE {value} END"
 
 
 def _relstring_sql(length: tuple[float, ...]) -> str:
@@ -311,11 +333,12 @@ def _ndcg_sql(pairs: tuple[tuple[int, float], ...]) -> str:
                                                     gain="'linear'"))
 
 
-# trec_eval 10's table of measures (measures.c), in its order: the order of the output (its
-# preference and judgment-group measures apart).
+# trec_eval 10's table of measures (measures.c), in its order: the order of the output.
 MEASURES: tuple[Measure, ...] = (
-    Measure("runid", lambda _: "NULL", value="string", summary="runid", per_query=False),
-    Measure("num_q", lambda _: "1", value="long", summary="count", per_query=False),
+    Measure("runid", lambda _: "NULL", value="string", summary="runid", per_query=False,
+            formats=REL_INFO_FORMATS),
+    Measure("num_q", lambda _: "1", value="long", summary="count", per_query=False,
+            formats=REL_INFO_FORMATS),
     Measure("num_ret", lambda _: Call("num_ret").sql(), (Call("num_ret"),), value="long",
             summary="sum"),
     # With -c, m_num_rel.c's summary counts the judgments of grade > 0 in the whole qrels
@@ -393,16 +416,22 @@ MEASURES: tuple[Measure, ...] = (
                                               min_grade=True)),
             (Call("num_nonrel_judged_ret", GRADES, min_grade=True),), value="long",
             summary="sum"),
+    # -R prefs and qrels_prefs's measures (m_prefs_*.c): counts summed, ratios averaged; a query
+    # the run lacks (-c) is computed on trec_eval's bogus ranking (prefs.per_query_sql).
+    *(Measure(f"prefs_{field}", _prefs_sql(field),
+              value="long" if field.startswith("num_") else "float",
+              summary="sum" if field.startswith("num_") else "mean", missing=None,
+              formats=prefs.FORMATS) for field in prefs.FIELDS),
     # -R qrels_jg's measures (m_map_avgjg.c, m_P_avgjg.c, m_Rprec_mult_avgjg.c): the measure
     # over each judgment group's relevant documents, averaged over the groups.
-    Measure("map_avgjg", lambda _: _over_groups(_AP_GROUP), (_AP_GROUP,), groups=True),
+    Measure("map_avgjg", lambda _: _over_groups(_AP_GROUP), (_AP_GROUP,), formats=(QRELS_JG,)),
     Measure("P_avgjg", lambda k: _over_groups(_PRECISION_GROUP, k, denominator="'k'"),
             (_PRECISION_GROUP,), params="cutoffs", default="5,10,15,20,30,100,200,500,1000",
-            groups=True),
+            formats=(QRELS_JG,)),
     Measure("Rprec_mult_avgjg",
             lambda x: _over_groups(_R_PRECISION_MULT_GROUP, multiplier=x),
             (_R_PRECISION_MULT_GROUP,), params="levels",
-            default="0.2,0.4,0.6,0.8,1.0,1.2,1.4,1.6,1.8,2.0", groups=True),
+            default="0.2,0.4,0.6,0.8,1.0,1.2,1.4,1.6,1.8,2.0", formats=(QRELS_JG,)),
     Measure("yaap", lambda _: Call("yaap").sql(), (Call("yaap"),), missing=None),
     # trec_eval 10's measures that trec_eval 9 lacks (m_rbp.c, m_rbp_resid.c, m_unjudged.c);
     # rbp on the grades in 10 (graded_rbp), binary under --compat 9.0.8.
@@ -430,6 +459,9 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
                  "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map",
                  "set_F", "num_nonrel_judged_ret"),
     "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
+    "all_prefs": ("runid", "num_q", *(f"prefs_{field}" for field in prefs.FIELDS)),
+    "prefs": ("runid", "num_q", "prefs_num_prefs_poss", "prefs_num_prefs_ful",
+              "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair", "prefs_avgjg"),
 }
 # trec_eval 9.0.8's all_trec (pytrec_eval's) lacks trec_eval 10's unj, rbp and rbp_resid.
 NICKNAMES_9 = {**NICKNAMES, "all_trec": tuple(
@@ -439,7 +471,4 @@ NICKNAMES_9 = {**NICKNAMES, "all_trec": tuple(
 def nicknames(compat: str) -> dict[str, tuple[str, ...]]:
     """The sets of measures ``-m`` names in the trec_eval version ``compat``."""
     return NICKNAMES_9 if compat == COMPAT_9 else NICKNAMES
-# trec_eval's nicknames for its preference formats (-R prefs, qrels_prefs), which duckrank
-# lacks.
-OTHER_FORMATS = ("all_prefs", "prefs")
 

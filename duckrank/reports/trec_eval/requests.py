@@ -14,7 +14,6 @@ from duckrank.reports.trec_eval.measures import (
     BY_NAME,
     COMPAT_10,
     MEASURES,
-    OTHER_FORMATS,
     Call,
     Measure,
     MissingMeasure,
@@ -155,9 +154,6 @@ def requested_values(requests: Sequence[str], compat: str = COMPAT_10  # noqa: C
         name, dot, text = request.partition(".")
         if dot and not text:
             raise _fail(flag, "no parameters after the dot (trec_eval: improper measure)")
-        if name in OTHER_FORMATS:
-            raise _fail(flag, f"{name} is a set of trec_eval's preference measures, which need "
-                              "its -R prefs formats; duckrank reads qrels only")
         if name in sets:
             if dot:
                 raise _fail(flag, f"{name} is a set of measures; it takes no parameters")
