@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import time
 from typing import TYPE_CHECKING, Any
 
 from duckrank._version import __version__
+
+# When this process first imported duckrank: a source file changed after it may be older than
+# the module this process runs (``duckrank.engines.catalog`` then keeps no prepared catalog).
+_IMPORTED_AT_NS = time.time_ns()
 
 if TYPE_CHECKING:
     from duckrank.engines.duckdb import connect, register

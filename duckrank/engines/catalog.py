@@ -16,7 +16,8 @@ Both are written once, by the first registration of a build, atomically (a parti
 shows under its name; two processes preparing at once both write the same thing). The folder
 follows the native step's rules (``duckrank.matching.native``): this user's own, writable by no
 one else; where that cannot be had, ``prepared`` is None and ``register`` renders as before.
-A changed source file changes the key, so an edited tree never reads an old catalog.
+A changed source file changes the key, so an edited tree never reads an old catalog; a process
+that imported duckrank before a source changed renders for itself and keeps nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,19 @@ def _key() -> str:
         digest.update(f"{path.relative_to(_PACKAGE)}\0".encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:24]
+
+
+def _edited_since_import() -> bool:
+    """Whether a source of duckrank changed after this process imported the package: its
+    modules may then be the old ones while ``_key`` reads the new files, and a catalog rendered
+    from them must not be kept under the new key (a later process would read old macros). The
+    change time (ctime) counts too: an install may set a file's mtime from its archive."""
+    imported_at = sys.modules["duckrank"]._IMPORTED_AT_NS
+    for path in _PACKAGE.rglob("*.py"):
+        status = path.stat()
+        if max(status.st_mtime_ns, status.st_ctime_ns) > imported_at:
+            return True
+    return False
 
 
 def _folder() -> Path:
@@ -79,6 +94,8 @@ def prepared(
     except (OSError, _native._Untrusted):
         return None
     catalog = {**render(), "key": key}
+    if _edited_since_import():
+        return catalog, None
     try:
         _prepare_database(database, lambda partial: write_database(partial, catalog))
         _native._write(path, json.dumps(catalog).encode())

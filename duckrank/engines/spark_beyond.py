@@ -35,6 +35,7 @@ from duckrank import seeded_hash
 from duckrank.metrics import debiased
 from duckrank.metrics.beyond.common import DEFAULT_PERSISTENCE, DISCOUNTS
 from duckrank.metrics.beyond_accuracy import jaccard_kernel, overlap_kernel, rbo_kernel
+from duckrank.metrics.record import check_options
 
 
 def _check_k(name: str, k: object) -> int:
@@ -292,8 +293,11 @@ def _bias_disparity(a: _Inputs) -> DataFrame:
                                                                         F.col("bs"))).alias("bd"))
 
 
-def _expected_exposure(a: _Inputs) -> DataFrame:
-    """EE-L, EE-D and EE-R per user (Diaz et al. 2020), the user's rows as sampled rankings."""
+def _sampled_exposure(a: _Inputs) -> tuple[DataFrame, DataFrame, Column]:
+    """Diaz et al. (2020), the user's rows as sampled rankings: users (user, samples, truth:
+    its distinct relevant items), exposure (user, item, x: the sum over the samples of
+    persistence^(rank - 1); x / samples is the expected exposure) and the target e* of each
+    relevant item (a column over users)."""
     p = a.number("persistence", 0.5, 0, 1, closed=False)
     rows = a.recs.select(F.col(a.user).alias("user"), F.slice(F.col(a.rec), 1, a.k).alias("top"),
                          F.col(a.truth).alias("truth"))
@@ -304,9 +308,16 @@ def _expected_exposure(a: _Inputs) -> DataFrame:
     exposure = (rows.select("user", F.posexplode("top")).where(F.col("col").isNotNull())
                 .groupBy("user", F.col("col").alias("item"))
                 .agg(F.sum(F.pow(F.lit(p), F.col("pos"))).alias("x")))
+    m = F.size("truth")
+    # NULL without a relevant item (m = 0 divides by 0, an error under Spark's ANSI mode).
+    return users, exposure, F.when(m > 0, (1 - F.pow(F.lit(p), m)) / (m * (1 - p)))
+
+
+def _expected_exposure(a: _Inputs) -> DataFrame:
+    """EE-L, EE-D and EE-R per user over the items."""
+    users, exposure, target = _sampled_exposure(a)
     e = F.col("x") / F.col("samples")
     m = F.size("truth")
-    target = (1 - F.pow(F.lit(p), m)) / (m * (1 - p))
     per = users.join(exposure, "user", "left").groupBy("user", "truth").agg(
         F.coalesce(F.sum(e * e), F.lit(0.0)).alias("d"),
         F.coalesce(F.sum(F.when(F.array_contains("truth", F.col("item")), e)), F.lit(0.0))
@@ -316,6 +327,26 @@ def _expected_exposure(a: _Inputs) -> DataFrame:
     return per.select("user", F.when(defined, loss).alias(a.name),
                       F.when(defined, F.col("d")).alias("disparity"),
                       F.when(defined, F.col("hit") * target).alias("relevance"))
+
+
+def _group_expected_exposure(a: _Inputs) -> DataFrame:
+    """EE-L, EE-D and EE-R per user over the item groups: a group's exposure and target are
+    the sums of its items'."""
+    users, exposure, target = _sampled_exposure(a)
+    groups = _item_groups(a)
+    summed = exposure.join(groups, "item").groupBy("user", "grp").agg(F.sum("x").alias("x"))
+    relevant = (users.select("user", F.explode("truth").alias("item")).join(groups, "item")
+                .groupBy("user", "grp").agg(F.count("*").alias("n")))
+    both = summed.join(relevant, ["user", "grp"], "full").select(
+        "user", F.coalesce(F.col("x"), F.lit(0.0)).alias("x"),
+        F.coalesce(F.col("n"), F.lit(0)).alias("n"))
+    e, t = F.col("x") / F.col("samples"), F.col("n") * target
+    per = users.join(both, "user", "left").groupBy("user", "truth").agg(
+        F.sum((e - t) * (e - t)).alias("l"), F.sum(e * e).alias("d"), F.sum(e * t).alias("r"))
+    defined = F.coalesce(F.size("truth"), F.lit(0)) > 0
+    return per.select("user", *(F.when(defined, F.coalesce(F.col(c), F.lit(0.0))).alias(name)
+                                for c, name in (("l", a.name), ("d", "disparity"),
+                                                ("r", "relevance"))))
 
 
 def _mad_rating(of_users: bool) -> Callable[[_Inputs], DataFrame]:
@@ -658,13 +689,11 @@ def _propensities(a: _Inputs, gamma: float) -> DataFrame:
 
 def _ips(metric: str) -> Callable[[_Inputs], DataFrame]:
     def compute(a: _Inputs) -> DataFrame:
-        gamma = float(a.options.pop("gamma", debiased.DEFAULT_GAMMA))
-        if gamma <= -1:
-            raise ValueError(f"{a.name}: gamma must be a number above -1, got {gamma!r}")
-        estimator = a.options.pop("estimator", "snips")
-        if estimator not in debiased.ESTIMATORS:
-            raise ValueError(f"{a.name}: estimator must be 'ips' or 'snips', got {estimator!r}")
-        clip = a.number("min_propensity", 0.0, 0, 1)
+        # The macros' option model (debiased.OPTIONS), so both engines say the same.
+        values = {o.name: a.options.pop(o.name, o.default) for o in debiased.OPTIONS}
+        check_options(a.name, debiased.OPTIONS, values)
+        gamma, estimator = float(values["gamma"]), values["estimator"]
+        clip = float(values["min_propensity"])
         p = _propensities(a, gamma)
         relevant = a.recs.select(
             F.col(a.user).alias("user"), F.slice(F.col(a.rec), 1, a.k).alias("top"),
@@ -746,6 +775,7 @@ METRICS: dict[str, Callable[[_Inputs], DataFrame]] = {
     "rsp": _parity("rsp", popularity=False),
     "bias_disparity": _bias_disparity,
     "expected_exposure": _expected_exposure,
+    "group_expected_exposure": _group_expected_exposure,
     "user_mad_rating": _mad_rating(of_users=True),
     "item_mad_rating": _mad_rating(of_users=False),
     "user_mad_ranking": _mad_ranking(of_users=True),

@@ -57,9 +57,19 @@ from duckrank.metrics.beyond_accuracy import (
     named_table_sql,
     quoted_identifier_sql,
 )
+from duckrank.metrics.record import Bounds, Option, option_errors_sql
 
 DEFAULT_GAMMA = 0.0
 ESTIMATORS = ("ips", "snips")
+# The options with a domain, in the order the macros check them (``option_errors_sql``); their
+# Python twin is ``duckrank.metrics.record.check_options`` over the same, with the same text.
+OPTIONS = (
+    Option("gamma", DEFAULT_GAMMA, "popularity exponent: p = (n / max n) ^ ((gamma + 1) / 2)",
+           bounds=Bounds(-1, open_low=True)),
+    Option("estimator", "snips", "'snips' or 'ips'", choices=ESTIMATORS),
+    Option("min_propensity", 0, "propensities are clipped below to this",
+           bounds=Bounds(0, 1, interval=True)),
+)
 
 
 # --- kernels (plain Python from the formulas: the tests' independent check) ------------------
@@ -133,17 +143,12 @@ def _source(fn: str) -> str:
 
 def _options_check(fn: str) -> str:
     """NULL when the options are valid, else an error naming the function, option and value."""
+    domains = "".join(f"\n  WHEN {invalid} THEN {error}"
+                      for invalid, error in option_errors_sql(fn, OPTIONS))
     return (
         "CASE WHEN (propensities IS NULL) = (train IS NULL) THEN error("
         f"'{fn}: give propensities (a table of item and propensity) or train (a table of "
-        "training interactions), exactly one')\n"
-        "  WHEN gamma IS NULL OR gamma <= -1 THEN error("
-        f"'{fn}: gamma must be a number above -1, got ' || coalesce(gamma::VARCHAR, 'NULL'))\n"
-        f"  WHEN estimator IS NULL OR estimator NOT IN {ESTIMATORS} THEN error("
-        f"'{fn}: estimator must be ''ips'' or ''snips'', got ' || coalesce(estimator, 'NULL'))\n"
-        "  WHEN min_propensity IS NULL OR min_propensity < 0 OR min_propensity > 1 THEN error("
-        f"'{fn}: min_propensity must be a number in [0, 1], got ' || "
-        "coalesce(min_propensity::VARCHAR, 'NULL')) END"
+        f"training interactions), exactly one'){domains} END"
     )
 
 
@@ -213,10 +218,7 @@ def _parameters() -> tuple[Parameter, ...]:
         Parameter("propensities", "name of a table of item_col and propensity_col", "NULL"),
         Parameter("train", "name of a table of training interactions (item_col) to estimate "
                   "the propensities from", "NULL"),
-        Parameter("gamma", "popularity exponent: p = (n / max n) ^ ((gamma + 1) / 2)",
-                  repr(DEFAULT_GAMMA)),
-        Parameter("estimator", "'snips' or 'ips'", "'snips'"),
-        Parameter("min_propensity", "propensities are clipped below to this", "0"),
+        *(Parameter(o.name, o.doc, o.sql_default()) for o in OPTIONS),
         Parameter("truth_col", "LIST column of recs: the user's logged relevant items",
                   "'truth'"),
         Parameter("propensity_col", "propensity column of propensities", "'propensity'"),

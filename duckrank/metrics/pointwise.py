@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from duckrank.metrics.record import Bounds, Option
+
 SKLEARN = "scikit-learn 1.9 (Pedregosa et al., JMLR 12, 2011), sklearn/metrics/_regression.py"
 
 
@@ -116,11 +118,16 @@ def _r2(prediction: np.ndarray, rating: np.ndarray) -> float:
 # sklearn's log_loss clips p to [eps, 1 - eps], eps the float64 machine epsilon (its default
 # since 1.5, "auto": np.finfo(dtype).eps).
 EPS = float(np.finfo(np.float64).eps)
+LOG_LOSS_EPS = Option("eps", EPS, "predictions are clipped to [eps, 1 - eps]",
+                      bounds=Bounds(0, 0.5, open_high=True))
 
 
 def _log_loss(prediction: np.ndarray, label: np.ndarray, eps: float = EPS) -> float:
     if not len(label):
         return np.nan
+    # Only a group with a counted row has eps checked, as in the SQL (its CASE gives an
+    # empty group NULL first).
+    LOG_LOSS_EPS.check("log_loss", eps)
     p = np.clip(prediction, eps, 1 - eps)
     return float(-np.mean(label * np.log(p) + (1 - label) * np.log(1 - p)))
 
@@ -189,9 +196,11 @@ R2 = Aggregate(
     source=SKLEARN,
 )
 
+_EPS_INVALID, _EPS_ERROR = LOG_LOSS_EPS.error_sql("log_loss")
+
 LOG_LOSS = Aggregate(
     name="log_loss",
-    parameters=f"prediction, label, eps := {EPS!r}",
+    parameters=f"prediction, label, eps := {LOG_LOSS_EPS.sql_default()}",
     summary="Logistic (cross-entropy) loss of predicted probabilities against 0/1 labels (an "
     "aggregate: one value per group).",
     formula="-mean over the counted rows of (label ln p + (1 - label) ln(1 - p)), p the "
@@ -210,12 +219,11 @@ LOG_LOSS = Aggregate(
         "AND 1)) IS NOT NULL THEN error('log_loss: prediction must be a probability in [0, 1], "
         "got ' || (min(prediction::DOUBLE) FILTER (WHERE {c} AND NOT (prediction::DOUBLE "
         "BETWEEN 0 AND 1)))::VARCHAR) "
-        "WHEN eps IS NULL OR NOT (eps::DOUBLE >= 0 AND eps::DOUBLE < 0.5) THEN "
-        "error('log_loss: eps must be a number >= 0 and < 0.5, got ' || coalesce(eps::VARCHAR, "
-        "'NULL')) "
+        "WHEN {invalid} THEN {error} "
         "ELSE -avg(CASE WHEN label::DOUBLE = 1 THEN ln(least(greatest(prediction::DOUBLE, {e}), "
         "1 - {e})) ELSE ln(1 - least(greatest(prediction::DOUBLE, {e}), 1 - {e})) END) "
-        "FILTER (WHERE {c}) END".format(c=_counted("prediction", "label"), e="eps::DOUBLE"),
+        "FILTER (WHERE {c}) END".format(c=_counted("prediction", "label"), e="eps::DOUBLE",
+                                        invalid=_EPS_INVALID, error=_EPS_ERROR),
         ("prediction", "label"),
     ),
     kernel=_log_loss,

@@ -53,9 +53,9 @@ def beyond_accuracy(
     the columns the macros read (docs/beyond-accuracy.md): ``train`` (user, item), ``catalog``
     (item) or ``catalog_size``, ``embeddings`` (item, embedding), ``categories`` (item,
     category), ``propensities`` (item, propensity; without it the ``ips_*`` metrics estimate
-    them from ``train``), ``item_groups`` (item, group; for ``reo`` and ``rsp``). Each may be
-    a Parquet or CSV path, a DuckDB relation of ``connection``, or a pandas / polars / Arrow
-    table. ``spelling``: how errors name the
+    them from ``train``), ``item_groups`` (item, group; for ``reo``, ``rsp`` and
+    ``group_expected_exposure``). Each may be a Parquet or CSV path, a DuckDB relation of
+    ``connection``, or a pandas / polars / Arrow table. ``spelling``: how errors name the
     arguments (``duckrank beyond`` passes ``duckrank.evaluation.COMMAND_LINE``: its flags).
     """
     import pandas

@@ -116,6 +116,7 @@ TABLE_MACRO_CALLS = {
     "rsp": "rsp('recs', 'ratings', 'item_groups', 5)",
     "bias_disparity": "bias_disparity('recs', 'ratings', 'user_groups', 'item_groups', 5)",
     "expected_exposure": "expected_exposure('recs', 3)",
+    "group_expected_exposure": "group_expected_exposure('recs', 'item_groups', 3)",
     "extended_epc": "extended_epc('graded', 'ratings', 5)",
     "extended_efd": "extended_efd('graded', 'ratings', 5, threshold := 2)",
     "user_mad_rating": "user_mad_rating('scored', 'user_groups', 5)",

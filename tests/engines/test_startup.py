@@ -127,6 +127,20 @@ def test_the_key_follows_every_source(tmp_path: Path, monkeypatch: pytest.Monkey
     assert catalog._key() != before
 
 
+def test_a_process_older_than_its_sources_keeps_no_catalog(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that imported duckrank before a source changed may run the old modules while
+    the key reads the new files: it renders for itself (every function there) and writes no
+    catalog a later process would take for the new sources' (found when a test process
+    connected after another developer's edit)."""
+    monkeypatch.setattr(duckrank, "_IMPORTED_AT_NS", 0)  # every source is newer
+    con = duckrank.connect()
+    assert con.execute("SELECT ndcg([1, 3, 2, 6], [1, 2, 4], 2)").fetchall() == [
+        (0.6131471927654584,)]
+    assert not list((cache / "duckrank" / "catalog").glob("*"))
+
+
 def test_deferred_functions_and_stats_work_on_first_use(cache: Path) -> None:
     con = duckrank.connect()
     # Through the Python UDFs (UUID ids: never the native step) and the tests' aggregates.

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from duckrank.metrics.beyond import fairness
+from duckrank.metrics.beyond import exposure, fairness
 from duckrank.render.beyond_accuracy import MACROS
 
 K = 4
@@ -248,7 +248,7 @@ def test_expected_exposure_matches_kernel(con: duckdb.DuckDBPyConnection,
                 "list_reverse(rec), truth FROM recs WHERE user % 3 = 0")
     rows = [(u, r) for u, r in DATA["recs"].items()]
     rows += [(u, None if r is None else r[::-1]) for u, r in DATA["recs"].items() if u % 3 == 0]
-    expected = fairness.expected_exposure_kernel(rows, DATA["truth"], K, persistence)
+    expected = exposure.expected_exposure_kernel(rows, DATA["truth"], K, persistence)
     got = {u: row for u, *row in con.execute(
         f"FROM expected_exposure('sampled', {K}, persistence := {persistence})").fetchall()}
     assert got.keys() == expected.keys()

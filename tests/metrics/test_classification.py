@@ -3,8 +3,9 @@
 Where the expected values come from:
 
 * ``HAND``: hand calculations, written out beside each case (always run);
-* RecTools 0.19.0 (F1Beta, MCC, PartialAUC, PAP), on generated data with empty truths, users
-  without hits, hits past the cut-off and lists shorter than k: ``test_rectools_live`` runs it
+* RecTools 0.19.0 (F1Beta, MCC, PartialAUC, PAP, the last two with insufficient_handling
+  'exclude' and 'raise' too), on generated data with empty truths, users without hits, hits
+  past the cut-off and lists shorter than k: ``test_rectools_live`` runs it
   where rectools is importable (it is not in duckrank's venv: it pins numpy < 2), and its means
   are pinned in ``RECTOOLS_MEANS``, produced on 2026-11-28 in the peer venv /tmp/peers (rectools
   0.19.0, duckdb 2.0.1) by
@@ -52,6 +53,29 @@ HAND = [
     ("pap({rec}, {truth}, negatives := 1)", [2, 1, 9], [2, 9], 1.0),
     # pAp, N = 2: hits at 1 (0 above), 3 (1 above): (2 + 1) / (2 * 2)
     ("pap({rec}, {truth}, negatives := 2)", [2, 1, 9], [2, 9], 0.75),
+    # RecTools' insufficient_handling (rectools/metrics/auc.py, _AUCMetric.fit and
+    # _handle_insufficient_cases): a user is insufficient when its list holds fewer than k
+    # (negatives) non-relevant items and some relevant item is not in it. Here 1, 3 are the list's
+    # non-relevant items (2 < 3) and 9 is missing: 'ignore' (3 - 0) / (2 * 3), 'exclude' NULL.
+    ("partial_auc({rec}, {truth}, negatives := 3)", [2, 1, 3], [2, 9], 0.5),
+    ("partial_auc({rec}, {truth}, negatives := 3, insufficient_handling := 'exclude')",
+     [2, 1, 3], [2, 9], None),
+    # 3 non-relevant items (not fewer than 3): sufficient, (3 - 0) / (2 * 3) as with 'ignore'
+    ("partial_auc({rec}, {truth}, negatives := 3, insufficient_handling := 'exclude')",
+     [2, 1, 3, 4], [2, 9], 0.5),
+    # no relevant item missing: sufficient with no non-relevant item at all, (3 + 3) / (2 * 3)
+    ("partial_auc({rec}, {truth}, negatives := 3, insufficient_handling := 'raise')",
+     [2, 9], [2, 9], 1.0),
+    # the list is rec's top K: cut at 3 it holds 2 non-relevant items and misses 9
+    ("partial_auc({rec}, {truth}, 3, negatives := 3, insufficient_handling := 'exclude')",
+     [2, 1, 3, 4], [2, 9], None),
+    # pAp, N = 2: 1 non-relevant item (1 < 2), 7 missing: 'ignore' hits at 1 (0 above) and 3
+    # (1 above): (2 + 1) / (min(3, 2) * 2); 'exclude' NULL
+    ("pap({rec}, {truth}, negatives := 2)", [2, 1, 9], [2, 9, 7], 0.75),
+    ("pap({rec}, {truth}, negatives := 2, insufficient_handling := 'exclude')", [2, 1, 9],
+     [2, 9, 7], None),
+    # an empty truth is NULL before any check, 'raise' included
+    ("pap({rec}, {truth}, negatives := 2, insufficient_handling := 'raise')", [2, 1], [], None),
     # Elliot's LAUC, candidates 20, n 2: N = 20 - 2 + 1 = 19; top 3 holds the hit at 2 (1 miss
     # above): (19 - 1) / 19 / min(3, 2)
     ("lauc({rec}, {truth}, 3, candidates := 20)", [1, 2, 3, 4, 9], [2, 9], 18 / 19 / 2),
@@ -115,6 +139,39 @@ def test_a_missing_count_gives_null_and_a_bad_one_an_error(con, call):
               "lauc": "candidates"}[call.split("(")[0]]
     with pytest.raises(Exception, match=f"{option} must be a finite number >= 1 or NULL, got 0"):
         con.sql(f"select {call[:-1]}, {option} := 0)").fetchall()
+
+
+INSUFFICIENT_ERROR = ("{}: insufficient_handling is 'raise' and a list holds 2 non-relevant "
+                      "items, fewer than negatives, and misses 1 of its 3 relevant items")
+
+
+@pytest.mark.parametrize("name", ["partial_auc", "pap"])
+def test_raise_names_the_function_and_the_list(con, name):
+    # rec 5, 2, 6, 9 against truth 2, 9, 7 with negatives 3: the list holds 2 non-relevant items
+    # (5, 6) and misses 7 of the 3 relevant items: RecTools' insufficient user.
+    message = INSUFFICIENT_ERROR.format(name)
+    with pytest.raises(Exception, match=message):
+        con.sql(f"select {name}([5, 2, 6, 9], [2, 9, 7], negatives := 3, "
+                "insufficient_handling := 'raise')").fetchall()
+    with pytest.raises(ValueError, match=message):
+        _kernel_value(name, [5, 2, 6, 9], [2, 9, 7], None,
+                      {"negatives": 3, "insufficient_handling": "raise"})
+    with pytest.raises(Exception, match=f"{name}: insufficient_handling must be one of "
+                       "'ignore', 'raise', 'exclude', got skip"):
+        con.sql(f"select {name}([1], [1], negatives := 3, insufficient_handling := 'skip')")\
+            .fetchall()
+
+
+def test_exclude_leaves_the_user_out_of_avg(con):
+    # u1 is insufficient (2 non-relevant items, 9 missing); u2 misses nothing: its hit at 2 has 1
+    # non-relevant item above, (3 - 1) / (1 * 3). 'exclude' averages u2 alone, as RecTools'
+    # mean leaves u1 out; 'ignore' averages u1's (3 - 0) / (2 * 3) too.
+    rows = "(values ([2, 1, 3], [2, 9]), ([4, 5, 6, 7], [5])) t(rec, truth)"
+    exclude, ignore = con.sql(
+        "select avg(partial_auc(rec, truth, negatives := 3, insufficient_handling := 'exclude')), "
+        f"avg(partial_auc(rec, truth, negatives := 3)) from {rows}").fetchall()[0]
+    assert exclude == pytest.approx(2 / 3, abs=1e-15)
+    assert ignore == pytest.approx((0.5 + 2 / 3) / 2, abs=1e-15)
 
 
 def test_inconsistent_counts_are_errors(con):
@@ -218,6 +275,10 @@ RECTOOLS_CASES = [
     ("MCC", {"k": 5}, f"mcc(rec, truth, 5, catalog_size := {CATALOG})"),
     ("PartialAUC", {"k": 3}, "partial_auc(rec, truth, negatives := 3)"),
     ("PAP", {"k": 3}, "pap(rec, truth, negatives := 3)"),
+    ("PartialAUC", {"k": 3, "insufficient_handling": "exclude"},
+     "partial_auc(rec, truth, negatives := 3, insufficient_handling := 'exclude')"),
+    ("PAP", {"k": 3, "insufficient_handling": "exclude"},
+     "pap(rec, truth, negatives := 3, insufficient_handling := 'exclude')"),
 ]
 # RecTools 0.19.0's means over the users with a relevant item (see the module docstring).
 RECTOOLS_MEANS = {
@@ -226,15 +287,18 @@ RECTOOLS_MEANS = {
     ("MCC", (("k", 5),)): -0.036772163667278736,
     ("PartialAUC", (("k", 3),)): 0.0729483282674772,
     ("PAP", (("k", 3),)): 0.10047281323877069,
+    ("PartialAUC", (("k", 3), ("insufficient_handling", "exclude"))): 0.09795918367346938,
+    ("PAP", (("k", 3), ("insufficient_handling", "exclude"))): 0.13492063492063489,
 }
 
 
 def ours(con, call: str) -> dict[int, float]:
+    """The users' values, without the NULLs of insufficient_handling := 'exclude'."""
     ranked, truth = generated()
     rows = [(u, ranked[u], truth[u]) for u in ranked if truth[u]]
     con.execute("create or replace temp table gen(u INT, rec INT[], truth INT[])")
     con.executemany("insert into gen values (?, ?, ?)", rows)
-    return dict(con.sql(f"select u, {call} from gen").fetchall())
+    return dict(con.sql(f"select u, {call} from gen where {call} is not null").fetchall())
 
 
 @pytest.mark.parametrize(("metric", "params", "call"), RECTOOLS_CASES)
@@ -244,8 +308,8 @@ def test_rectools_pinned_means(con, metric, params, call):
     assert mean == pytest.approx(RECTOOLS_MEANS[(metric, tuple(params.items()))], abs=1e-12)
 
 
-@pytest.mark.parametrize(("metric", "params", "call"), RECTOOLS_CASES)
-def test_rectools_live(con, metric, params, call):
+def rectools_frames():
+    """RecTools' metrics module and the generated users as its reco and interactions frames."""
     rectools = pytest.importorskip("rectools")
     import pandas as pd
     from rectools import metrics
@@ -256,12 +320,36 @@ def test_rectools_live(con, metric, params, call):
                         columns=[columns.User, columns.Item, columns.Rank])
     interactions = pd.DataFrame([(u, i) for u, items in truth.items() for i in items],
                                 columns=[columns.User, columns.Item])
+    return metrics, reco, interactions
+
+
+@pytest.mark.parametrize("name", ["partial_auc", "pap"])
+def test_raise_on_the_generated_users(con, name):
+    """Some generated lists are empty or short: RecTools raises on these users
+    (``test_rectools_live_raises``), and so does duckrank."""
+    with pytest.raises(Exception, match=f"{name}: insufficient_handling is 'raise'"):
+        ours(con, f"{name}(rec, truth, negatives := 3, insufficient_handling := 'raise')")
+
+
+@pytest.mark.parametrize("metric", ["PartialAUC", "PAP"])
+def test_rectools_live_raises(metric):
+    metrics, reco, interactions = rectools_frames()
+    with pytest.raises(ValueError, match="users with less then required negatives"):
+        getattr(metrics, metric)(k=3, insufficient_handling="raise").calc_per_user(
+            reco, interactions)
+
+
+@pytest.mark.parametrize(("metric", "params", "call"), RECTOOLS_CASES)
+def test_rectools_live(con, metric, params, call):
+    metrics, reco, interactions = rectools_frames()
     peer = getattr(metrics, metric)(**params)
     if metric == "MCC":
         theirs = peer.calc_per_user(reco, interactions, list(range(1, CATALOG + 1)))
     else:
         theirs = peer.calc_per_user(reco, interactions)
     values = ours(con, call)
+    if "insufficient_handling" in params:  # the same users left out
+        assert set(values) == set(theirs.index)
     # RecTools leaves out the users it has no recommendation for (PartialAUC, PAP: fillna(0)
     # over the users of interactions; F1Beta, MCC: the users of interactions only).
     for user, value in theirs.items():

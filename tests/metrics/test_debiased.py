@@ -29,6 +29,7 @@ import pyarrow as pa
 import pytest
 
 from duckrank.metrics import debiased
+from duckrank.metrics.record import check_options
 from duckrank.render.beyond_accuracy import MACROS
 
 K = 4
@@ -210,11 +211,13 @@ def test_hand_popularity_propensities() -> None:
     ("FROM ips_ndcg('recs', 0, train := 'train')", "ips_ndcg: k must be a positive integer, "
      "got 0"),
     ("FROM ips_precision('recs', 3, train := 'train', gamma := -1)",
-     "ips_precision: gamma must be a number above -1, got -1"),
+     "ips_precision: gamma must be a finite number > -1, got -1"),
+    ("FROM ips_precision('recs', 3, train := 'train', gamma := 'nan'::DOUBLE)",
+     "ips_precision: gamma must be a finite number > -1, got nan"),
     ("FROM ips_recall('recs', 3, train := 'train', estimator := 'dr')",
-     "ips_recall: estimator must be 'ips' or 'snips', got dr"),
+     "ips_recall: estimator must be one of 'ips', 'snips', got dr"),
     ("FROM ips_recall('recs', 3, train := 'train', min_propensity := 2)",
-     "ips_recall: min_propensity must be a number in [0, 1], got 2"),
+     "ips_recall: min_propensity must be a finite number in [0, 1], got 2"),
     # Items 28 and 29 are relevant for some user but never in train.
     ("FROM ips_recall('recs', 3, train := 'train')", "re:ips_recall: item 2[89] of the truth of "
      "user [0-9]+ has no propensity: it is not in train \\(the training interactions"),
@@ -224,6 +227,23 @@ def test_errors_name_function_argument_and_value(con: duckdb.DuckDBPyConnection,
     pattern = message[3:] if message.startswith("re:") else re.escape(message)
     with pytest.raises(duckdb.Error, match=pattern):
         con.execute(query).fetchall()
+
+
+@pytest.mark.parametrize(("option", "value", "shown"), [
+    ("gamma", -1, "-1"), ("estimator", "dr", "dr"), ("min_propensity", 2, "2"),
+])
+def test_python_check_says_what_the_macro_says(con: duckdb.DuckDBPyConnection, option: str,
+                                               value: object, shown: str) -> None:
+    """The options' Python check (``check_options`` over ``debiased.OPTIONS``, for the
+    engines without the macros) raises the macro's text, the value shown as Python does."""
+    values = {o.name: o.default for o in debiased.OPTIONS} | {option: value}
+    with pytest.raises(ValueError) as python:
+        check_options("ips_recall", debiased.OPTIONS, values)
+    literal = f"'{value}'" if isinstance(value, str) else value
+    with pytest.raises(duckdb.Error) as sql:
+        con.execute(f"FROM ips_recall('recs', 3, train := 'train', {option} := {literal})")
+    text = str(python.value).removesuffix(repr(value))
+    assert text.endswith(", got ") and str(sql.value).endswith(text + shown)
 
 
 def test_bad_propensity_tables_are_refused() -> None:

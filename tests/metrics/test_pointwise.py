@@ -129,11 +129,22 @@ def test_edges_by_hand(con):
     ("select log_loss(p, l) from (values (1.5, 1)) t(p, l)",
      "log_loss: prediction must be a probability in \\[0, 1\\], got 1.5"),
     ("select log_loss(p, l, eps := 0.7) from (values (0.5, 1)) t(p, l)",
-     "log_loss: eps must be a number >= 0 and < 0.5, got 0.7"),
+     "log_loss: eps must be a finite number >= 0 and < 0.5, got 0.7"),
+    ("select log_loss(p, l, eps := NULL) from (values (0.5, 1)) t(p, l)",
+     "log_loss: eps must be a finite number >= 0 and < 0.5, got NULL"),
 ])
 def test_bad_input_is_an_error_naming_it(con, sql, message):
     with pytest.raises(Exception, match=message):
         con.sql(sql).fetchall()
+
+
+def test_log_loss_kernel_checks_eps_as_the_sql_does():
+    """The kernel refuses eps with the macro's text (the value as Python shows it), and, as
+    the SQL gives NULL before it checks eps, not on a group without a counted row."""
+    with pytest.raises(ValueError, match=r"^log_loss: eps must be a finite number >= 0 and "
+                                         r"< 0.5, got 0.7$"):
+        pointwise.LOG_LOSS.kernel(np.array([0.5]), np.array([1.0]), eps=0.7)
+    assert math.isnan(pointwise.LOG_LOSS.kernel(np.array([]), np.array([]), eps=0.7))
 
 
 def test_log_loss_of_certain_predictions_is_finite(con):

@@ -3,7 +3,8 @@ the similarity of two systems' lists. One ``BeyondMetric`` record per metric: fo
 peers, source, the SQL body that ``duckrank.render.beyond_accuracy`` turns into a DuckDB macro,
 and a numpy/Python kernel that is the tests' independent check. One module per family:
 ``coverage``, ``novelty`` (popularity and novelty), ``diversity``, ``similarity`` (of two
-systems' lists), ``fairness`` (popularity bias and item groups), with what they share in
+systems' lists), ``fairness`` (popularity bias and item groups; ``exposure``, Diaz et al.'s
+expected exposure, listed with it), with what they share in
 ``common``; ``duckrank.metrics.beyond_accuracy`` gathers their ``METRICS``.
 
 Why these are not ``record.Metric``s: most need data that is not in the row (training

@@ -188,6 +188,10 @@ _CATALOG = (
               "NULL"),
     Parameter("catalog_size", "the number of items in the catalogue", "NULL"),
 )
+_TRUTH = Parameter("truth_col", "LIST column of recs: the user's relevant items", "'truth'")
+_ITEM_GROUPS = Parameter("item_groups", "name of a table of item_col and group_col, one group "
+                         "per item")
+_GROUP_COL = Parameter("group_col", "group column of item_groups", "'group'")
 _TRAIN = Parameter("train", "name of the table of training interactions (user_col, item_col)")
 
 
@@ -299,6 +303,13 @@ def _one_row_per_item(fn: str, table: str, rows: str) -> str:
         f"THEN error('{fn}: {table} holds item ' || item::VARCHAR || ' more than once') "
         "ELSE true END"
     )
+
+
+def _given_groups_sql(fn: str) -> str:
+    """g(item, grp) from the item_groups table, one group per item."""
+    return ("g AS (SELECT * FROM (" + _one_row_per_item(
+        fn, "item_groups", f"SELECT {_column('item_col')} AS item, {_column('group_col')} AS grp "
+        "FROM query_table(item_groups)") + ") WHERE item IS NOT NULL AND grp IS NOT NULL)")
 
 
 def _train_items() -> str:

@@ -14,22 +14,26 @@ absent from train are in neither group.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable
 
 import numpy as np
 
+from duckrank.metrics.beyond import exposure
 from duckrank.metrics.beyond.common import (
+    _GROUP_COL,
     _ITEM,
+    _ITEM_GROUPS,
     _K,
     _REC,
     _RECS,
     _TRAIN,
+    _TRUTH,
     _USER,
     BeyondMetric,
     Lists,
     Parameter,
     _column,
-    _one_row_per_item,
+    _given_groups_sql,
     _top,
     _tops,
 )
@@ -158,37 +162,6 @@ def bias_disparity_kernel(recs: Lists, k: int, train: Pairs,
                   else (br[key] - bs[key]) / bs[key]) for key in bs}
 
 
-def expected_exposure_kernel(recs: Iterable[tuple[Hashable, Sequence | None]], truths: Lists,
-                             k: int, persistence: float = 0.5
-                             ) -> dict[Hashable, tuple | None]:
-    """Diaz et al. (2020): per user (rows of ``recs`` = sampled rankings), (EE-L, EE-D, EE-R)
-    from the expected exposure e(d) = mean over samples of p^(rank - 1) (top k) and the target
-    (1 - p^m) / (m (1 - p)) for each of the m relevant items."""
-    samples: dict[Hashable, list] = {}
-    for user, rec in recs:
-        samples.setdefault(user, []).append(rec)
-    out: dict[Hashable, tuple | None] = {}
-    for user, lists in samples.items():
-        relevant = {i for i in (truths.get(user) or []) if i is not None}
-        if not relevant:
-            out[user] = None
-            continue
-        exposure: dict = {}
-        for rec in lists:
-            for rank, item in enumerate(list(rec or [])[:k], start=1):
-                if item is not None:
-                    exposure[item] = exposure.get(item, 0.0) + persistence ** (rank - 1) / len(
-                        lists)
-        m = len(relevant)
-        target = (1 - persistence ** m) / (m * (1 - persistence))
-        items = set(exposure) | relevant
-        ideal = {i: target if i in relevant else 0.0 for i in items}
-        out[user] = (sum((exposure.get(i, 0.0) - ideal[i]) ** 2 for i in items),
-                     sum(x * x for x in exposure.values()),
-                     sum(exposure.get(i, 0.0) * target for i in relevant))
-    return out
-
-
 def _mean_absolute_difference(averages: dict) -> float | None:
     """Elliot's MAD: the mean over pairs of groups of |avg_a - avg_b| (None with a group
     without members or fewer than two groups)."""
@@ -196,6 +169,21 @@ def _mean_absolute_difference(averages: dict) -> float | None:
     if len(values) < 2 or any(v is None for v in values):
         return None
     return float(np.mean([abs(a - b) for j, b in enumerate(values) for a in values[:j]]))
+
+
+def _members_mad(values: dict) -> float | None:
+    """The MAD between groups of the mean of their members' values (group -> list)."""
+    return _mean_absolute_difference({g: (float(np.mean(v)) if v else None)
+                                      for g, v in values.items()})
+
+
+def _items_mad(gain: dict, count: Counter, item_groups: dict) -> float | None:
+    """The MAD between item groups of the mean over their items of gain / slots."""
+    per_group: dict = {g: [] for g in set(item_groups.values())}
+    for item, total in gain.items():
+        if item in item_groups:
+            per_group[item_groups[item]].append(total / count[item])
+    return _members_mad(per_group)
 
 
 def _scored(recs: Lists, scores: Lists, truths: Lists, k: int):
@@ -214,8 +202,7 @@ def user_mad_rating_kernel(recs: Lists, scores: Lists, truths: Lists, k: int,
     for user, pairs in _scored(recs, scores, truths, k):
         if user in user_groups and pairs:
             sums[user_groups[user]].append(float(np.mean([s for _, s in pairs])))
-    return _mean_absolute_difference({g: (float(np.mean(v)) if v else None)
-                                      for g, v in sums.items()})
+    return _members_mad(sums)
 
 
 def item_mad_rating_kernel(recs: Lists, scores: Lists, truths: Lists, k: int,
@@ -230,12 +217,7 @@ def item_mad_rating_kernel(recs: Lists, scores: Lists, truths: Lists, k: int,
         for item, score in pairs:
             count[item] += 1
             gain[item] = gain.get(item, 0.0) + (score if item in truth else 0.0)
-    per_group: dict = {g: [] for g in set(item_groups.values())}
-    for item, total in gain.items():
-        if item in item_groups:
-            per_group[item_groups[item]].append(total / count[item])
-    return _mean_absolute_difference({g: (float(np.mean(v)) if v else None)
-                                      for g, v in per_group.items()})
+    return _items_mad(gain, count, item_groups)
 
 
 def _graded_users(recs: Lists, grades: dict, k: int, threshold: float):
@@ -260,8 +242,7 @@ def user_mad_ranking_kernel(recs: Lists, grades: dict, k: int, user_groups: dict
         ideal = sorted(gains.values(), reverse=True)[:k]
         idcg = sum(g / np.log2(r + 2) for r, g in enumerate(ideal))
         sums[user_groups[user]].append(dcg / idcg if dcg > 0 else 0.0)
-    return _mean_absolute_difference({g: (float(np.mean(v)) if v else None)
-                                      for g, v in sums.items()})
+    return _members_mad(sums)
 
 
 def item_mad_ranking_kernel(recs: Lists, grades: dict, k: int, item_groups: dict,
@@ -275,12 +256,7 @@ def item_mad_ranking_kernel(recs: Lists, grades: dict, k: int, item_groups: dict
             if item is not None:
                 count[item] += 1
                 gain[item] = gain.get(item, 0.0) + gains.get(item, 0.0)
-    per_group: dict = {g: [] for g in set(item_groups.values())}
-    for item, total in gain.items():
-        if item in item_groups:
-            per_group[item_groups[item]].append(total / count[item])
-    return _mean_absolute_difference({g: (float(np.mean(v)) if v else None)
-                                      for g, v in per_group.items()})
+    return _items_mad(gain, count, item_groups)
 
 
 # --- SQL --------------------------------------------------------------------------------------
@@ -325,13 +301,6 @@ def _groups_sql(fn: str) -> str:
         "= 'interactions' UNION ALL SELECT item, CASE WHEN above < (SELECT s FROM share) * m "
         "THEN 'head' ELSE 'tail' END FROM by_items WHERE (SELECT h FROM share) = 'items')"
     )
-
-
-def _given_groups_sql(fn: str) -> str:
-    """g(item, grp) from the item_groups table, one group per item."""
-    return ("g AS (SELECT * FROM (" + _one_row_per_item(
-        fn, "item_groups", f"SELECT {_column('item_col')} AS item, {_column('group_col')} AS grp "
-        "FROM query_table(item_groups)") + ") WHERE item IS NOT NULL AND grp IS NOT NULL)")
 
 
 def _tail_sql(fn: str, per_position: bool) -> str:
@@ -401,16 +370,20 @@ _HEAD_CONVENTIONS = ("The head: see `head` (Elliot's 'interactions': most popula
                      "head_share of the distinct training pairs; 'items': the head_share most "
                      "popular items by training rows, ties included). Items absent from train "
                      "are in neither group.")
-_TRUTH = Parameter("truth_col", "LIST column of recs: the user's relevant items", "'truth'")
-_ITEM_GROUPS = Parameter("item_groups", "name of a table of item_col and group_col, one group "
-                         "per item")
-_GROUP_COL = Parameter("group_col", "group column of item_groups", "'group'")
 _UNDEFINED_RATIO = ("NULL when a group has no denominator (no item of the group could be "
                     "counted: Elliot gives NaN) or when every probability is 0.")
 
-ACLT = BeyondMetric(
-    name="aclt",
-    kind="per_user",
+def _tail_record(name: str, per_position: bool, **text: str) -> BeyondMetric:
+    """ACLT or APLT (``per_position``): the same inputs and SQL, their own texts."""
+    return BeyondMetric(
+        name=name, kind="per_user", source=_SOURCE_ABDOLLAHPOURI,
+        parameters=(_RECS, _TRAIN, _K, *_HEAD, _USER, _REC, _ITEM),
+        sql=_tail_sql(name, per_position), kernel=aplt_kernel if per_position else aclt_kernel,
+        **text)
+
+
+ACLT = _tail_record(
+    "aclt", per_position=False,
     summary="Average coverage of long-tail items: how many distinct long-tail items a user's "
     "top k holds.",
     formula="|set(top k) & tail|, tail = the training items outside the popular head",
@@ -419,15 +392,10 @@ ACLT = BeyondMetric(
     "with a list).",
     peers="Elliot ACLT per user (head 'interactions', head_share 0.8), from its source "
     "(elliot/evaluation/metrics/bias/aclt, popularity_utils); checked by hand calculations.",
-    source=_SOURCE_ABDOLLAHPOURI,
-    parameters=(_RECS, _TRAIN, _K, *_HEAD, _USER, _REC, _ITEM),
-    sql=_tail_sql("aclt", per_position=False),
-    kernel=aclt_kernel,
 )
 
-APLT = BeyondMetric(
-    name="aplt",
-    kind="per_user",
+APLT = _tail_record(
+    "aplt", per_position=True,
     summary="Average percentage of long-tail items: the distinct long-tail items of a user's "
     "top k over its items.",
     formula="|set(top k) & tail| / |top k|, |top k| the items in it (repeats counted)",
@@ -436,81 +404,65 @@ APLT = BeyondMetric(
     "without repeats.",
     peers="Elliot APLT per user (head 'interactions', head_share 0.8), from its source; "
     "checked by hand calculations.",
-    source=_SOURCE_ABDOLLAHPOURI,
-    parameters=(_RECS, _TRAIN, _K, *_HEAD, _USER, _REC, _ITEM),
-    sql=_tail_sql("aplt", per_position=True),
-    kernel=aplt_kernel,
 )
 
-POP_REO = BeyondMetric(
-    name="pop_reo",
-    kind="catalogue",
-    summary="Popularity-based ranking-based equal opportunity: how unequal the chance of the "
-    "head's and the tail's relevant items to be recommended is (0: equal).",
-    formula="std(P_head, P_tail) / mean(P_head, P_tail) (std over the groups, not n - 1), "
-    "P_g = sum over users of |set(top k) & truth & g| / sum over users of |truth & g - "
-    "train_u|, over the users whose truth holds an item",
-    undefined=_UNDEFINED_RATIO,
-    conventions=_HEAD_CONVENTIONS + " train_u = the user's training items. Gives `groups` "
-    "too (2). Elliot's ExtendedPopREO is head_share := its pop_ratio.",
-    peers="Elliot PopREO and ExtendedPopREO, from their source; checked by hand calculations "
-    "and the kernel.",
-    source=_SOURCE_ZHU,
-    parameters=(_RECS, _TRAIN, _K, *_HEAD, _TRUTH, _USER, _REC, _ITEM),
-    sql=_reo_sql("pop_reo", _groups_sql("pop_reo")),
-    kernel=reo_kernel,
-)
+# Equal opportunity (REO: the chance of a group's relevant items to be recommended) and
+# statistical parity (RSP: of all its items), each over the popular head and the long tail
+# (pop_reo, pop_rsp) or over the groups of item_groups (reo, rsp): (what it equalises, the
+# items counted, P_g's numerator and denominator, the parameters it adds, its SQL, its kernel).
+_PARITY = {
+    "reo": ("equal opportunity", "relevant items", "|set(top k) & truth & g| / sum over users of "
+            "|truth & g - train_u|, over the users whose truth holds an item", (_TRUTH,), _reo_sql,
+            reo_kernel),
+    "rsp": ("statistical parity", "items", "|set(top k) & g| / sum over users of |g - train_u|, "
+            "over the users of recs", (), _rsp_sql, rsp_kernel),
+}
 
-POP_RSP = BeyondMetric(
-    name="pop_rsp",
-    kind="catalogue",
-    summary="Popularity-based ranking-based statistical parity: how unequal the chance of the "
-    "head's and the tail's items to be recommended is (0: equal).",
-    formula="std(P_head, P_tail) / mean(P_head, P_tail), P_g = sum over users of |set(top k) "
-    "& g| / sum over users of |g - train_u|, over the users of recs",
-    undefined=_UNDEFINED_RATIO,
-    conventions=_HEAD_CONVENTIONS + " Elliot's ExtendedPopRSP is head_share := its pop_ratio.",
-    peers="Elliot PopRSP and ExtendedPopRSP, from their source; checked by hand calculations "
-    "and the kernel.",
-    source=_SOURCE_ZHU,
-    parameters=(_RECS, _TRAIN, _K, *_HEAD, _USER, _REC, _ITEM),
-    sql=_rsp_sql("pop_rsp", _groups_sql("pop_rsp")),
-    kernel=rsp_kernel,
-)
 
-REO = BeyondMetric(
-    name="reo",
-    kind="catalogue",
-    summary="Ranking-based equal opportunity over item groups the user gives (0: every group's "
-    "relevant items are as likely to be recommended).",
-    formula="std_g(P_g) / mean_g(P_g) over the groups of item_groups, P_g as in pop_reo",
-    undefined=_UNDEFINED_RATIO,
-    conventions="Items without a group are left out; train is read for the users' training "
-    "items. Gives `groups` (the number of groups).",
-    peers="Elliot REO (its clustering_file as item_groups), from its source; checked by hand "
-    "calculations and the kernel.",
-    source=_SOURCE_ZHU,
-    parameters=(_RECS, _TRAIN, _ITEM_GROUPS, _K, _GROUP_COL, _TRUTH, _USER, _REC, _ITEM),
-    sql=_reo_sql("reo", _given_groups_sql("reo")),
-    kernel=reo_kernel,
-)
+def _parity(kind: str, popularity: bool) -> BeyondMetric:
+    """The record of ``kind`` (``_PARITY``) over the head and the tail (``popularity``) or over
+    the groups of item_groups: one definition for the four macros."""
+    what, items, share, truth, sql, kernel = _PARITY[kind]
+    name = f"pop_{kind}" if popularity else kind
+    elliot = kind.upper()
+    if popularity:
+        summary = (f"Popularity-based ranking-based {what}: how unequal the chance of the head's "
+                   f"and the tail's {items} to be recommended is (0: equal).")
+        formula = ("std(P_head, P_tail) / mean(P_head, P_tail) (std over the groups, not n - 1), "
+                   f"P_g = sum over users of {share}")
+        conventions = (_HEAD_CONVENTIONS + " train_u = the user's training items. Gives `groups` "
+                       f"too (2). Elliot's ExtendedPop{elliot} is head_share := its pop_ratio.")
+        peers = f"Elliot Pop{elliot} and ExtendedPop{elliot}, from their source"
+        groups, tables = _groups_sql(name), (_TRAIN, _K, *_HEAD)
+    else:
+        summary = (f"Ranking-based {what} over item groups the user gives (0: every group's "
+                   f"{items} are as likely to be recommended).")
+        formula = (f"std_g(P_g) / mean_g(P_g) over the groups of item_groups, P_g as in "
+                   f"pop_{kind}")
+        conventions = ("Items without a group are left out; train is read for the users' "
+                       "training items. Gives `groups` (the number of groups).")
+        peers = f"Elliot {elliot} (its clustering_file as item_groups), from its source"
+        groups, tables = _given_groups_sql(name), (_TRAIN, _ITEM_GROUPS, _K, _GROUP_COL)
+    return BeyondMetric(
+        name=name, kind="catalogue", summary=summary, formula=formula,
+        undefined=_UNDEFINED_RATIO, conventions=conventions,
+        peers=peers + "; checked by hand calculations and the kernel.", source=_SOURCE_ZHU,
+        parameters=(_RECS, *tables, *truth, _USER, _REC, _ITEM), sql=sql(name, groups),
+        kernel=kernel)
 
-RSP = BeyondMetric(
-    name="rsp",
-    kind="catalogue",
-    summary="Ranking-based statistical parity over item groups the user gives (0: every group's "
-    "items are as likely to be recommended).",
-    formula="std_g(P_g) / mean_g(P_g) over the groups of item_groups, P_g as in pop_rsp",
-    undefined=_UNDEFINED_RATIO,
-    conventions="Items without a group are left out; train is read for the users' training "
-    "items.",
-    peers="Elliot RSP (its clustering_file as item_groups), from its source; checked by hand "
-    "calculations and the kernel.",
-    source=_SOURCE_ZHU,
-    parameters=(_RECS, _TRAIN, _ITEM_GROUPS, _K, _GROUP_COL, _USER, _REC, _ITEM),
-    sql=_rsp_sql("rsp", _given_groups_sql("rsp")),
-    kernel=rsp_kernel,
-)
+
+POP_REO, POP_RSP = _parity("reo", popularity=True), _parity("rsp", popularity=True)
+REO, RSP = _parity("reo", popularity=False), _parity("rsp", popularity=False)
+
+def _user_groups_sql(fn: str) -> str:
+    """ug(u, grp) from the user_groups table, one group per user (a user given twice is an
+    error: the joins would count it twice)."""
+    return ("ug AS (SELECT u, grp FROM (SELECT *, count(*) OVER (PARTITION BY u) AS n FROM "
+            f"(SELECT DISTINCT {_column('user_col')} AS u, {_column('user_group_col')} AS grp "
+            "FROM query_table(user_groups))) WHERE CASE WHEN u IS NOT NULL AND n > 1 THEN "
+            f"error('{fn}: user_groups holds user ' || u::VARCHAR || ' more than once') "
+            "ELSE u IS NOT NULL AND grp IS NOT NULL END)")
+
 
 # The training pairs and the top-k positions counted per (user group, item group), over the
 # users with a group and the items with a group (Elliot's BiasDisparityBS and BR).
@@ -543,11 +495,7 @@ BIAS_DISPARITY = BeyondMetric(
                 _USER, _REC, _ITEM),
     sql=f"WITH {_train_pairs_sql()},\n"
     + _given_groups_sql("bias_disparity").replace("g AS (", "ig AS (", 1) + ",\n"
-    "ug AS (SELECT u, grp FROM (SELECT *, count(*) OVER (PARTITION BY u) AS n FROM (SELECT "
-    f"DISTINCT {_column('user_col')} AS u, {_column('user_group_col')} AS grp FROM "
-    "query_table(user_groups))) WHERE CASE WHEN u IS NOT NULL AND n > 1 THEN "
-    "error('bias_disparity: user_groups holds user ' || u::VARCHAR || ' more than once') "
-    "ELSE u IS NOT NULL AND grp IS NOT NULL END),\n"
+    + _user_groups_sql("bias_disparity") + ",\n"
     "pc AS (SELECT grp, count(*) / sum(count(*)) OVER () AS p FROM ig GROUP BY grp),\n"
     + _BIAS.format(name="src", rows="tr") + ",\n"
     + _BIAS.format(name="rec", rows=f"(SELECT \"user\" AS u, item FROM {_top('bias_disparity')} "
@@ -561,48 +509,6 @@ BIAS_DISPARITY = BeyondMetric(
     "SELECT ugrp AS user_group, grp AS item_group, bs, br, (br - bs) / nullif(bs, 0) AS bd "
     "FROM b ORDER BY ugrp, grp",
     kernel=bias_disparity_kernel,
-)
-
-EXPECTED_EXPOSURE = BeyondMetric(
-    name="expected_exposure",
-    kind="per_user",
-    summary="Expected exposure loss (Diaz et al. 2020): how far the exposure a user's rankings "
-    "give each item is from equal exposure of the relevant items (0: ideal).",
-    formula="EE-L = ||e - e*||^2 = EE-D - 2 EE-R + ||e*||^2, EE-D = ||e||^2, EE-R = e . e*; "
-    "e(d) = mean over the user's rows (sampled rankings) of p^(rank(d) - 1) for d in the top k "
-    "(0 elsewhere), e*(d) = (1 - p^m) / (m (1 - p)) for the m distinct relevant items (0 for the "
-    "others), p = persistence",
-    undefined="NULL for a user whose truth is NULL or holds no item.",
-    conventions="Gives `expected_exposure` (EE-L), `disparity` (EE-D) and `relevance` (EE-R). "
-    "Each row of recs is one ranking; several rows of a user are samples of a stochastic "
-    "policy (their truth is read from one of them). RBP browsing with persistence p (default "
-    "0.5); binary relevance. The unnormalised forms of the paper; no peer library is compared.",
-    peers="No peer library here has it (TREC Fair Ranking's evaluation script is not a "
-    "package); checked by hand calculations and the kernel.",
-    source="Diaz, Mitra, Ekstrand, Biega and Carterette, 'Evaluating stochastically ranked "
-    "results with expected exposure' (CIKM 2020), section 4",
-    parameters=(_RECS, _K, Parameter("persistence", "the RBP persistence p, in (0, 1)", "0.5"),
-                _TRUTH, _USER, _REC),
-    sql="WITH r AS (SELECT \"user\", l[1:CASE WHEN persistence IS NULL OR persistence <= 0 OR "
-    "persistence >= 1 THEN error('expected_exposure: persistence must be a number in (0, 1), "
-    "got ' || coalesce(persistence::VARCHAR, 'NULL')) WHEN k IS NULL OR k < 1 OR k <> trunc(k) "
-    "THEN error('expected_exposure: k must be a positive integer, got ' || "
-    "coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END] AS top, truth FROM (SELECT "
-    f"{_column('user_col')} AS \"user\", {_column('rec_col')} AS l, {_column('truth_col')} AS "
-    "truth FROM query_table(recs))),\n"
-    "u AS (SELECT \"user\", count(*) AS samples, list_distinct(any_value(truth)) AS truth "
-    "FROM r GROUP BY \"user\"),\n"
-    "x AS (SELECT \"user\", item, sum(pow(persistence, pos - 1)) AS x FROM (SELECT \"user\", "
-    "unnest(top) AS item, generate_subscripts(top, 1) AS pos FROM r) WHERE item IS NOT NULL "
-    "GROUP BY \"user\", item),\n"
-    "s AS (SELECT u.\"user\", len(u.truth) AS m, (1 - pow(persistence, len(u.truth))) / "
-    "(len(u.truth) * (1 - persistence)) AS target, sum((x.x / u.samples) ^ 2) AS d, "
-    "coalesce(sum(x.x / u.samples) FILTER (WHERE list_contains(u.truth, x.item)), 0) AS hit "
-    "FROM u LEFT JOIN x ON u.\"user\" = x.\"user\" GROUP BY u.\"user\", u.truth)\n"
-    "SELECT \"user\", CASE WHEN m > 0 THEN coalesce(d, 0) - 2 * hit * target + m * target ^ 2 "
-    "END AS expected_exposure, CASE WHEN m > 0 THEN coalesce(d, 0) END AS disparity, "
-    "CASE WHEN m > 0 THEN hit * target END AS relevance FROM s",
-    kernel=expected_exposure_kernel,
 )
 
 # --- MAD between groups of users or items (Elliot's UserMADrating, ItemMADrating) --------------
@@ -632,6 +538,11 @@ _SCORED = (
     f"{_column('rec_col')} AS l, {_column('scores_col')} AS x, {_column('truth_col')} AS truth "
     "FROM query_table(recs)) WHERE list_count(truth) > 0)) WHERE item IS NOT NULL)"
 )
+# ga(grp, a): per group of {groups} (every group, also one whose members have no value), the
+# mean of the values v(v) of its members, v's {key} being the group table's {member}.
+_GROUP_AVERAGES = ("ga AS (SELECT gs.grp, avg(v.v) AS a FROM (SELECT DISTINCT grp FROM {groups}) "
+                   "gs LEFT JOIN {groups} ON {groups}.grp = gs.grp LEFT JOIN v ON v.{key} = "
+                   "{groups}.{member} GROUP BY gs.grp)\n")
 # MAD over the groups' averages `a` in ga(grp, a).
 _MAD = ("SELECT CASE WHEN count(*) FILTER (WHERE x.a IS NULL OR y.a IS NULL) = 0 THEN "
         "avg(abs(x.a - y.a)) END AS {fn} FROM ga x JOIN ga y ON x.grp < y.grp")
@@ -657,14 +568,9 @@ USER_MAD_RATING = BeyondMetric(
     source=_SOURCE_MAD,
     parameters=(_RECS, _USER_GROUPS, _K, _SCORES, _TRUTH, _USER_GROUP_COL, _USER, _REC),
     sql="WITH " + _SCORED.format(k=_k_value("user_mad_rating"), fn="user_mad_rating") + ",\n"
-    "ug AS (SELECT u, grp FROM (SELECT *, count(*) OVER (PARTITION BY u) AS n FROM (SELECT "
-    f"DISTINCT {_column('user_col')} AS u, {_column('user_group_col')} AS grp FROM "
-    "query_table(user_groups))) WHERE CASE WHEN u IS NOT NULL AND n > 1 THEN "
-    "error('user_mad_rating: user_groups holds user ' || u::VARCHAR || ' more than once') "
-    "ELSE u IS NOT NULL AND grp IS NOT NULL END),\n"
+    + _user_groups_sql("user_mad_rating") + ",\n"
     "v AS (SELECT \"user\", avg(s) AS v FROM scored GROUP BY \"user\"),\n"
-    "ga AS (SELECT gs.grp, avg(v.v) AS a FROM (SELECT DISTINCT grp FROM ug) gs LEFT JOIN ug "
-    "ON ug.grp = gs.grp LEFT JOIN v ON v.\"user\" = ug.u GROUP BY gs.grp)\n"
+    + _GROUP_AVERAGES.format(groups="ug", key="\"user\"", member="u")
     + _MAD.format(fn="user_mad_rating"),
     kernel=user_mad_rating_kernel,
 )
@@ -688,8 +594,7 @@ ITEM_MAD_RATING = BeyondMetric(
     + _given_groups_sql("item_mad_rating") + ",\n"
     "v AS (SELECT item, sum(CASE WHEN list_contains(truth, item) THEN s ELSE 0 END) / count(*) "
     "AS v FROM scored GROUP BY item),\n"
-    "ga AS (SELECT gs.grp, avg(v.v) AS a FROM (SELECT DISTINCT grp FROM g) gs LEFT JOIN g "
-    "ON g.grp = gs.grp LEFT JOIN v ON v.item = g.item GROUP BY gs.grp)\n"
+    + _GROUP_AVERAGES.format(groups="g", key="item", member="item")
     + _MAD.format(fn="item_mad_rating"),
     kernel=item_mad_rating_kernel,
 )
@@ -732,19 +637,14 @@ USER_MAD_RANKING = BeyondMetric(
     source=_SOURCE_MAD.replace("UserMADrating and ItemMADrating", "UserMADranking"),
     parameters=(_RECS, _USER_GROUPS, _K, _THRESHOLD, _GRADES, _USER_GROUP_COL, _USER, _REC),
     sql=f"WITH {_graded_lists_sql('user_mad_ranking')},\n"
-    "ug AS (SELECT u, grp FROM (SELECT *, count(*) OVER (PARTITION BY u) AS n FROM (SELECT "
-    f"DISTINCT {_column('user_col')} AS u, {_column('user_group_col')} AS grp FROM "
-    "query_table(user_groups))) WHERE CASE WHEN u IS NOT NULL AND n > 1 THEN "
-    "error('user_mad_ranking: user_groups holds user ' || u::VARCHAR || ' more than once') "
-    "ELSE u IS NOT NULL AND grp IS NOT NULL END),\n"
+    + _user_groups_sql("user_mad_ranking") + ",\n"
     "d AS (SELECT \"user\", coalesce(list_sum(list_transform(top, lambda i, r: CASE WHEN i IS "
     "NULL THEN 0 ELSE coalesce(" + _GAIN.format(g=_GRADE_OF.format(i="i")) + ", 0) END / "
     "log2(r + 1))), 0) AS dcg, list_sum(list_transform(list_reverse_sort(list_transform("
     "list_filter(map_values(truth), lambda x: x >= threshold), lambda x: "
     + _GAIN.format(g="x") + "))[1:kk], lambda x, r: x / log2(r + 1))) AS idcg FROM gl),\n"
     "v AS (SELECT \"user\", CASE WHEN dcg > 0 THEN dcg / idcg ELSE 0 END AS v FROM d),\n"
-    "ga AS (SELECT gs.grp, avg(v.v) AS a FROM (SELECT DISTINCT grp FROM ug) gs LEFT JOIN ug "
-    "ON ug.grp = gs.grp LEFT JOIN v ON v.\"user\" = ug.u GROUP BY gs.grp)\n"
+    + _GROUP_AVERAGES.format(groups="ug", key="\"user\"", member="u")
     + _MAD.format(fn="user_mad_ranking"),
     kernel=user_mad_ranking_kernel,
     truth="map",
@@ -770,13 +670,13 @@ ITEM_MAD_RANKING = BeyondMetric(
     "slots AS (SELECT item, coalesce(" + _GAIN.format(g=_GRADE_OF.format(i="item")) + ", 0) AS "
     "gain FROM (SELECT truth, unnest(top) AS item FROM gl) WHERE item IS NOT NULL),\n"
     "v AS (SELECT item, sum(gain) / count(*) AS v FROM slots GROUP BY item),\n"
-    "ga AS (SELECT gs.grp, avg(v.v) AS a FROM (SELECT DISTINCT grp FROM g) gs LEFT JOIN g "
-    "ON g.grp = gs.grp LEFT JOIN v ON v.item = g.item GROUP BY gs.grp)\n"
+    + _GROUP_AVERAGES.format(groups="g", key="item", member="item")
     + _MAD.format(fn="item_mad_ranking"),
     kernel=item_mad_ranking_kernel,
     truth="map",
 )
 
+# The expected-exposure records (their own module) are listed with this family, in this place.
 METRICS: tuple[BeyondMetric, ...] = (ACLT, APLT, POP_REO, POP_RSP, REO, RSP, BIAS_DISPARITY,
-                                     EXPECTED_EXPOSURE, USER_MAD_RATING, ITEM_MAD_RATING,
+                                     *exposure.METRICS, USER_MAD_RATING, ITEM_MAD_RATING,
                                      USER_MAD_RANKING, ITEM_MAD_RANKING)

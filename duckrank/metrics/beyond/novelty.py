@@ -16,6 +16,7 @@ from duckrank.metrics.beyond.common import (
     _REC,
     _RECS,
     _TRAIN,
+    _TRUTH,
     _USER,
     DEFAULT_PERSISTENCE,
     BeyondMetric,
@@ -204,7 +205,6 @@ SELF_INFORMATION = BeyondMetric(
 _SOURCE_VARGAS = ("Vargas and Castells, 'Rank and relevance in novelty and diversity metrics for "
                   "recommender systems' (RecSys 2011), eq. (7) with C = 1 / sum of disc(r); "
                   "Elliot (Anelli et al., SIGIR 2021) EPC and EFD")
-_TRUTH = Parameter("truth_col", "LIST column of recs: the user's relevant items", "'truth'")
 _EXPECTED_UNDEFINED = ("NULL for a user whose top k is empty or whose truth is NULL or empty "
                        "(Elliot leaves out users without relevant items).")
 
