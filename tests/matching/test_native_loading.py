@@ -40,6 +40,9 @@ as_root = pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0,
     reason="simulating another user needs root (chown, and running a process as another uid)",
 )
+# A cache duckrank refuses never reaches DuckDB: scripts/test's oldest-DuckDB run, there for
+# what changes with DuckDB, leaves these out.
+whole_suite_only = pytest.mark.whole_suite_only
 
 
 @pytest.fixture()
@@ -131,6 +134,7 @@ def test_a_symlinked_cache_root_of_this_users_is_followed(
         ("build", 0o777),
     ],
 )
+@whole_suite_only
 def test_a_cache_directory_others_can_write_is_refused(cache: Path, where: str, mode: int) -> None:
     build = _build_directory(cache)
     build.mkdir(parents=True, mode=0o700)
@@ -140,6 +144,7 @@ def test_a_cache_directory_others_can_write_is_refused(cache: Path, where: str, 
     assert _tree(cache) == before
 
 
+@whole_suite_only
 @as_root
 @pytest.mark.parametrize("where", ["duckrank", "build"])
 def test_a_cache_directory_of_another_user_is_refused(cache: Path, where: str) -> None:
@@ -151,6 +156,7 @@ def test_a_cache_directory_of_another_user_is_refused(cache: Path, where: str) -
     assert _tree(cache) == before
 
 
+@whole_suite_only
 @pytest.mark.parametrize("where", ["duckrank", "build"])
 def test_a_symlink_planted_for_a_cache_directory_is_refused(
     cache: Path, tmp_path: Path, where: str
@@ -226,6 +232,7 @@ def test_a_fifo_planted_for_the_file_does_not_hang_connect(cache: Path) -> None:
     _assert_replaced_by_own_copy_and_loaded(target)
 
 
+@whole_suite_only
 def test_a_directory_where_the_file_should_be_warns_and_uses_sql(cache: Path) -> None:
     """It cannot be replaced (and is not removed: duckrank deletes nothing it did not make)."""
     target = _planted(cache)
@@ -254,6 +261,7 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
 """
 
 
+@whole_suite_only
 @as_root
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler for the stand-in")
 def test_another_user_swapping_in_their_library_never_gets_it_loaded(monkeypatch) -> None:
@@ -386,6 +394,7 @@ def _assert_child_used_sql_and_warned_once(seen: list[dict], expected: str) -> N
     assert expected in seen[0]["warnings"][0], seen[0]["warnings"][0]
 
 
+@whole_suite_only
 @without_override
 def test_a_read_only_cache_with_a_wrong_file_warns_and_uses_sql(cache: Path, tmp_path) -> None:
     target = _planted(cache)
@@ -399,6 +408,7 @@ def test_a_read_only_cache_with_a_wrong_file_warns_and_uses_sql(cache: Path, tmp
     assert [e for e in _tree(cache) if not e[0].startswith("duckrank/catalog")] == before
 
 
+@whole_suite_only
 @without_override
 def test_an_unwritable_home_leaves_nothing_behind(tmp_path: Path) -> None:
     """Before, each connect made a new temporary directory that was never removed."""
