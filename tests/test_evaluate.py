@@ -152,14 +152,16 @@ def test_grade_zero_rows_are_not_relevant() -> None:
 
 def test_every_usable_metric_in_the_registry_runs_from_its_name() -> None:
     """Generic over the records: each metric name and alias that qrels can feed is accepted and
-    gives the value of calling the SQL function on the same lists."""
+    gives the value of calling the SQL function on the same lists (the qrels name one subtopic,
+    which the intent-aware measures read)."""
     con = duckrank.connect()
     requests = [
         f"{name}@3" if by_name(name).cutoff else name for name in known_metric_names()
     ]
-    result = duckrank.evaluate(_dummy_rec(), _dummy_truth(), requests, per_user=True,
-                               connection=con)
-    truths = {"list": "['1', '2', '4']", "map": "MAP {'1': 1.0, '2': 1.0, '4': 1.0}"}
+    result = duckrank.evaluate(_dummy_rec(), _dummy_truth().assign(subtopic="s"), requests,
+                               per_user=True, connection=con)
+    truths = {"list": "['1', '2', '4']", "map": "MAP {'1': 1.0, '2': 1.0, '4': 1.0}",
+              "subtopics": "[{'subtopic': 's', 'item': i, 'grade': 1} for i in ['1', '2', '4']]"}
     for request in requests:
         parsed = parse_metric(request)
         k = ", 3" if parsed.k else ""
@@ -759,3 +761,18 @@ def test_native_top_k_gives_the_sql_heaps_values_under_every_option(options) -> 
         finally:
             con.close()
     pd.testing.assert_frame_equal(values[0], values[1], rtol=1e-12)
+
+
+def test_gains_map_the_grades_before_a_graded_metric_reads_them() -> None:
+    """ir_measures' nDCG gains= (the evaluation's gains option), by hand: grades a 1, b 2, c 3
+    (unranked) under gains {1: 0, 2: 5} are gains 0, 5 and 3 (not in the map: kept); the run
+    ranks a, b: DCG = 0 + 5 / log2 3, IDCG = 5 + 3 / log2 3 (linear gains)."""
+    run = pd.DataFrame({"query": ["q", "q"], "item": ["a", "b"], "score": [2.0, 1.0]})
+    qrels = pd.DataFrame({"query": ["q"] * 3, "item": ["a", "b", "c"], "grade": [1, 2, 3]})
+    result = duckrank.evaluate(run, qrels, ["ndcg(gain=linear,gains={1:0,2:5})@10"])
+    log3 = math.log2(3)
+    assert result["ndcg(gain=linear,gains={1:0,2:5})@10"][0] == pytest.approx(
+        (5 / log3) / (5 + 3 / log3), abs=1e-15)
+    with pytest.raises(ValueError, match="gains maps the grades of the graded reading; it does "
+                       "not go with relevance=binary"):
+        duckrank.evaluate(run, qrels, ["ndcg(relevance=binary,gains={1:0})@10"])

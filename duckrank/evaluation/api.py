@@ -24,6 +24,7 @@ from duckrank.evaluation.inputs import (
     ShortLists,
     UnrankedQueries,
     _check_grades,
+    _check_subtopics,
     _Columns,
     _columns,
     _profile_qrels,
@@ -206,6 +207,7 @@ def evaluation(  # noqa: C901
         c = _columns(*tables, names, by, ids, spelling)
 
         profile = _profile_qrels(con, qrels_view, c)
+        _check_subtopics(requests, c, profile, spelling)
         _check_grades(con, qrels_view, c, requests, profile, spelling)
         metric_columns, truths = _plan_metrics(requests, profile.graded)
         text = [m.column for m in metric_columns if _text_valued(m)]
@@ -369,6 +371,7 @@ def evaluate(
     score_column: str | None = None,
     rank_column: str | None = None,
     grade_column: str | None = None,
+    subtopic_column: str | None = None,
     run_columns: Mapping[str, str] | None = None,
     qrels_columns: Mapping[str, str] | None = None,
     ids: str = "typed",
@@ -381,6 +384,7 @@ def evaluate(
     embeddings: Any = None,
     categories: Any = None,
     propensities: Any = None,
+    item_groups: Any = None,
     connection: duckdb.DuckDBPyConnection | None = None,
 ) -> pandas.DataFrame | polars.DataFrame:
     """Score ``run`` against ``qrels`` and return a pandas DataFrame with one column per metric
@@ -402,10 +406,17 @@ def evaluate(
     query and item ids as text when the two files type them differently. A path names one file
     (``*``, ``?`` and ``[`` are part of its name); ``glob=True`` reads every file matching it.
 
+    Subtopic (diversity) qrels, one row per (query, subtopic, item, grade), feed the intent-aware
+    measures (``alpha_nDCG@20``, ``ERR_IA@20``, ``alpha_ndcg@20``, ...; docs/diversity.md): the
+    qrels' column ``subtopic``, or the one ``subtopic_column=`` names (``'iteration'`` for a TREC
+    diversity qrels file, whose subtopic field a standard file fills with 0). The other metrics
+    read each item's largest grade over its subtopics.
+
     Graded qrels (a grade other than 0 or 1) are passed as a MAP item -> grade to the metrics
     that take one, and the column says so (``ndcg@10`` -> ``ndcg(gain=exponential)@10``);
-    ``ndcg(relevance=binary)@10`` or ``ndcg(min_grade=2)@10`` ask for the binary reading. Binary
-    metrics get the items with grade > 0 (or >= ``min_grade``).
+    ``ndcg(relevance=binary)@10`` or ``ndcg(min_grade=2)@10`` ask for the binary reading, and
+    ``ndcg(gains={1:1,2:3})@10`` (ir_measures' ``nDCG(gains=...)``) maps the grades to gains
+    first. Binary metrics get the items with grade > 0 (or >= ``min_grade``).
 
     ``convention="trec_eval"`` reads what the metrics leave open as trec_eval 10.0 does
     (``CONVENTIONS``; docs/trec_eval.md): precision divides by k, ndcg gains are the grades, a
@@ -429,9 +440,10 @@ def evaluate(
     second system's run with the run's columns (``overlap_at``, ``jaccard_at``, ``rbo``), and
     the side tables ``train`` (user, item), ``catalog`` (item) or ``catalog_size``,
     ``embeddings`` (item, embedding), ``categories`` (item, category), ``propensities`` (item,
-    propensity; else estimated from ``train``), whose user and item columns are named as the
-    run's; each a Parquet or CSV path, a relation of ``connection``, or a data frame. A request
-    whose input is not given is an error naming the argument.
+    propensity; else estimated from ``train``), ``item_groups`` (item, group; ``reo``, ``rsp``,
+    ``group_expected_exposure``), whose user and item columns are named as the run's; each a
+    Parquet or CSV path, a relation of ``connection``, or a data frame. A request whose input
+    is not given is an error naming the argument.
     """
     from duckrank.engines.duckdb import connect, register
 
@@ -441,14 +453,14 @@ def evaluate(
         by = [by]
     names = column_names(
         {"query": query_column, "item": item_column, "score": score_column,
-         "rank": rank_column, "grade": grade_column},
+         "rank": rank_column, "grade": grade_column, "subtopic": subtopic_column},
         run_columns, qrels_columns,
     )
     con = (register(connection) if connection is not None
            else connect(functions=needed_functions(metrics, convention)))
     try:
         side = SideInputs(other, train, catalog, catalog_size, embeddings, categories,
-                          propensities)
+                          propensities, item_groups)
         with evaluation(con, run, qrels, metrics, by or (), per_user, names, ids,
                         glob=glob, convention=convention, side=side) as result:
             return result.df(polars=is_polars(run) or is_polars(qrels))

@@ -38,7 +38,7 @@ class SideInputs:
     run's columns; the side tables ``SIDE_TABLES``, each a Parquet or CSV path, a relation of the
     connection, or a pandas / polars / Arrow table, with the user and item columns named as the
     run's; and ``catalog_size``. None: not given. ``item_groups`` (item, group) is read by
-    ``reo`` and ``rsp``."""
+    ``reo``, ``rsp`` and ``group_expected_exposure``."""
 
     other: Any = None
     train: Any = None

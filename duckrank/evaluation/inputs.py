@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from duckrank.evaluation.metric_requests import MetricRequest, _number_text
+from duckrank.evaluation.metric_requests import SUBTOPICS, MetricRequest, _number_text
 from duckrank.files.runs import (
     QUERY_COLUMNS,
     Columns,
@@ -37,7 +37,9 @@ ID_MODES = ("typed", "varchar")
 
 # The columns each file can name, role -> what it holds.
 RUN_ROLES = ("query", "item", "score", "rank")
-QRELS_ROLES = ("query", "item", "grade")
+# The qrels' subtopic (a TREC diversity qrels file's second field) is read by the intent-aware
+# measures; the other metrics read an item's largest grade over its subtopics.
+QRELS_ROLES = ("query", "item", "grade", "subtopic")
 
 
 class DroppedRows(UserWarning):
@@ -176,6 +178,7 @@ class _Columns:
     qrels_query: str
     qrels_item: str
     grade: str
+    subtopic: str | None  # the quoted subtopic column of the qrels; None: they have none
     query_type: str  # the SQL type of run_query (range boundaries are cast to it)
     item_type: str  # the SQL type of run_item (ties are broken by its text form)
     query_name: str  # the query column's name in the per-query output
@@ -194,6 +197,10 @@ class _Columns:
 
 
 def _role_hint(kind: str, role: str, spelling: Spelling) -> str:
+    if role == "subtopic":
+        return (f"name it with {spelling.argument('subtopic_column')} "
+                f"({spelling.argument('subtopic_column', 'iteration')} for a TREC diversity "
+                "qrels file)")
     if role in ("query", "item"):
         return (f"name it with {spelling.argument(role + '_column')}, or "
                 f"{spelling.columns(kind, role)} for the {kind} only")
@@ -280,6 +287,11 @@ def _columns(run: _Table, qrels: _Table, names: ColumnNames, by: Sequence[str], 
     run_key = (f"-CAST({quote_identifier(key)} AS DOUBLE)" if role == "rank"
                else quote_identifier(key))
 
+    # A column named subtopic is the subtopic; any other (a TREC file's iteration, which only
+    # diversity qrels fill with subtopics) only when named.
+    subtopic_name = (qrels.column(names.qrels.get("subtopic", "subtopic"), "subtopic",
+                                  _role_hint("qrels", "subtopic", spelling))
+                     if "subtopic" in names.qrels or qrels.has("subtopic") else None)
     if "grade" in names.qrels or qrels.has("grade"):
         grade_name = qrels.column(names.qrels.get("grade", "grade"), "grade",
                                   _role_hint("qrels", "grade", spelling))
@@ -292,7 +304,7 @@ def _columns(run: _Table, qrels: _Table, names: ColumnNames, by: Sequence[str], 
             grade = f"CAST({grade} AS TINYINT)"
     else:
         grade = "1"
-        _warn_ungraded(qrels, (qrels_query, qrels_item), spelling)
+        _warn_ungraded(qrels, (qrels_query, qrels_item, subtopic_name), spelling)
 
     by_names = tuple(run.column(name, "by", f"{spelling.argument('by')} names a run column")
                      for name in by)
@@ -303,6 +315,7 @@ def _columns(run: _Table, qrels: _Table, names: ColumnNames, by: Sequence[str], 
         run_query=query_sql[0], run_item=item_sql[0], run_key=run_key,
         run_key_column=quote_identifier(key),
         qrels_query=query_sql[1], qrels_item=item_sql[1], grade=grade,
+        subtopic=None if subtopic_name is None else quote_identifier(subtopic_name),
         query_type="VARCHAR" if ids == "varchar" else run.type_of(run_query),
         item_type="VARCHAR" if ids == "varchar" else run.type_of(run_item),
         query_name=run_query, by=by_names, item_name=run_item, key_name=key,
@@ -355,6 +368,19 @@ def _profile_qrels(con: duckdb.DuckDBPyConnection, view: str, c: _Columns) -> _Q
         largest=None if high is None else float(high),
         smallest=None if low is None else float(low),
     )
+
+
+def _check_subtopics(requests: Sequence[MetricRequest], c: _Columns, qrels: _Qrels,
+                     spelling: Spelling) -> None:
+    """An intent-aware request needs the qrels' subtopic column: without one, say how to name
+    it (a TREC qrels file's iteration field cannot be told to hold subtopics)."""
+    wanting = [r.label for r in requests if r.truth_form(qrels.graded) == SUBTOPICS]
+    if wanting and c.subtopic is None:
+        raise ValueError(
+            f"metric {wanting[0]!r} reads subtopic qrels (query, subtopic, item, grade), but the "
+            f"qrels have no subtopic column: {_role_hint('qrels', 'subtopic', spelling)} "
+            "(ndeval's qrels format: query subtopic doc grade; docs/diversity.md)"
+        )
 
 
 def _check_grades(con: duckdb.DuckDBPyConnection, view: str, c: _Columns,

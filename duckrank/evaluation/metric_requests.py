@@ -4,10 +4,13 @@ Metric requests are written ``name[(option=value, ...)][@k]`` (``ndcg@10``, ``ma
 ``ndcg(gain=linear)@10``); a list or range of cut-offs is one request per cut-off
 (``ndcg@1,5,10``, ``recall@1..100``, ``expand_metric``). Names, aliases, options and their
 choices come from the metric records (``duckrank.metrics``), so every metric in the registry
-is available without code here; two options belong to the evaluation itself:
-``relevance=binary|graded`` (which reading of graded qrels) and ``min_grade=G`` (relevant means
-grade >= G in the binary reading). Beyond-accuracy requests (``arp@10``, ``rbo(p=0.8)@10``) are
-told apart here (``split_metrics``) and parsed by ``duckrank.engines.beyond_accuracy``.
+is available without code here; three options belong to the evaluation itself:
+``relevance=binary|graded`` (which reading of graded qrels), ``min_grade=G`` (relevant means
+grade >= G in the binary reading) and ``gains={grade: gain, ...}`` (the grades mapped before a
+graded metric reads them: ir_measures' nDCG gains=). The intent-aware measures read the qrels'
+subtopic judgments (truth form 'subtopics'). Beyond-accuracy requests (``arp@10``,
+``rbo(p=0.8)@10``) are told apart here (``split_metrics``) and parsed by
+``duckrank.engines.beyond_accuracy``.
 
 A peer's measure name is translated first (``duckrank.evaluation.peer_names``): ir_measures'
 names as it spells them (``nDCG@10``, ``P(rel=2)@5``, ``AP``, ``Judged@10``, ...) and ranx's
@@ -44,7 +47,9 @@ from duckrank.evaluation.peer_names import (
     IR_MEASURES,
     IR_MEASURES_ALIASES,
     RANX,
+    parse_gains,
     peer_measure,
+    split_assignments,
     translate,
 )
 from duckrank.metrics import METRICS, by_name
@@ -65,6 +70,9 @@ _REQUEST = re.compile(
 # preferences or Hivemall's lists of grades, which qrels cannot give).
 LIST_TRUTH_INPUTS = tuple(name for name, kind in INPUT_KINDS.items() if kind.list_truth)
 
+# The input kind (and truth form) of the intent-aware measures (duckrank.metrics.diversity).
+SUBTOPICS = "subtopics"
+
 # Options of the evaluation, not of a SQL function: how graded qrels are read.
 RELEVANCE = Option(
     "relevance", "", "binary: the items of grade > 0 (or >= min_grade) as a LIST; graded: the "
@@ -72,6 +80,11 @@ RELEVANCE = Option(
 )
 # (Its default only marks it as a number: without min_grade, relevant means grade > 0.)
 REQUEST_MIN_GRADE = Option("min_grade", 1, "relevant means grade >= min_grade (binary reading)")
+# ir_measures' nDCG gains=, for the functions of a gain curve (a ``gain`` option: ndcg, dcg,
+# ndcg's judged-only form, graded_rbp): the grades mapped before the MAP truth is built.
+REQUEST_GAINS = Option("gains", "", "a map {grade: gain, ...} applied to the qrels' grades "
+                       "before the metric reads them (graded reading; a grade not in it keeps "
+                       "its value)")
 
 # Options that change a graded value but not a binary one (2^1 - 1 = 1): a label names them when
 # graded qrels are read as grades, so that ndcg@10 over graded qrels cannot pass for the binary
@@ -174,8 +187,11 @@ def float_score_sql(score: str) -> str:
 
 
 def _truth_form(metric: Metric) -> str | None:
-    """'list' for a LIST of relevant item ids, 'map' for a MAP item -> grade, None for a truth
-    that qrels cannot give."""
+    """'list' for a LIST of relevant item ids, 'map' for a MAP item -> grade, 'subtopics' for
+    the subtopic judgments (a LIST of STRUCT(subtopic, item, grade): qrels with a subtopic
+    column), None for a truth that qrels cannot give."""
+    if metric.inputs == SUBTOPICS:
+        return SUBTOPICS
     if metric.truth_type == "" and metric.kind.list_truth:
         return "list"
     if metric.truth_type.upper().startswith("MAP"):
@@ -207,6 +223,7 @@ class MetricRequest:
     written_options: tuple[tuple[str, str], ...] = ()
     written_k: str | None = None
     peer: str = ""  # the library whose measure name was written ("ir_measures", "ranx")
+    gains: tuple[tuple[float, float], ...] = ()  # (grade, gain) pairs: REQUEST_GAINS
 
     def forms(self) -> set[str]:
         """The truth forms of the overloads that take the options given."""
@@ -217,12 +234,14 @@ class MetricRequest:
         }
 
     def truth_form(self, graded: bool) -> str:
-        """Which truth to pass: 'map' (item -> grade) or 'list' (the relevant items). Graded
-        qrels go as grades to the functions that take them unless the binary reading is asked
-        for (``relevance=binary`` or ``min_grade``); binary qrels and binary-only functions get
-        the list."""
+        """Which truth to pass: 'map' (item -> grade) or 'list' (the relevant items), or
+        'subtopics' for the intent-aware measures. Graded qrels go as grades to the functions
+        that take them unless the binary reading is asked for (``relevance=binary`` or
+        ``min_grade``); binary qrels and binary-only functions get the list."""
         forms = self.forms()
-        if self.relevance == "graded":
+        if SUBTOPICS in forms:
+            return SUBTOPICS
+        if self.relevance == "graded" or self.gains:
             wanted = "map"
         elif self.relevance == "binary" or self.min_grade is not None:
             wanted = "list"
@@ -561,9 +580,11 @@ def parse_metric(text: str) -> MetricRequest:  # noqa: C901
         known["relevance"] = RELEVANCE
     if "list" in forms:
         known["min_grade"] = REQUEST_MIN_GRADE
+    if any(o.name == "gain" for m in overloads if _truth_form(m) == "map" for o in m.options):
+        known["gains"] = REQUEST_GAINS
     written: dict[str, str] = {}
     values: dict[str, str | int | float] = {}
-    for assignment in filter(str.strip, (match["options"] or "").split(",")):
+    for assignment in split_assignments(match["options"]):
         name, equals, value = assignment.partition("=")
         name = name.strip().lower()
         if not equals or name not in known:
@@ -578,15 +599,19 @@ def parse_metric(text: str) -> MetricRequest:  # noqa: C901
         values[name] = _option_value(text, known[name], value)
 
     relevance = values.pop("relevance", None)
+    gains = parse_gains(text.strip(), str(values.pop("gains"))) if "gains" in values else ()
     # min_grade is the binary reading's where there is one; else the function's own option
     # (bpref, infap: their MAP truth reads it).
     min_grade = values.pop("min_grade", None) if "list" in forms else None
-    if relevance == "graded" and min_grade is not None:
+    if (relevance == "graded" or gains) and min_grade is not None:
         raise ValueError(f"metric {text!r}: min_grade sets what counts as relevant in the binary "
-                         "reading; it does not go with relevance=graded")
+                         "reading; it does not go with relevance=graded or gains")
+    if gains and relevance == "binary":
+        raise ValueError(f"metric {text!r}: gains maps the grades of the graded reading; it does "
+                         "not go with relevance=binary")
     return MetricRequest(
         label=text.strip(), name=record.name, k=k, options=tuple(values.items()),
         overloads=overloads, relevance=relevance, min_grade=min_grade,
         written_name=match["name"], written_options=tuple(written.items()),
-        written_k=match["k"],
+        written_k=match["k"], gains=gains,
     )

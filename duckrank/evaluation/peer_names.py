@@ -9,8 +9,11 @@ trec_eval nDCG, linear gains; ``ndcg@10`` stays duckrank's, exponential gains), 
 ``precision_at(denominator=k,min_grade=2)@5``), which ``metric_requests.parse_metric`` then
 reads as any request; ``judged_only=True`` picks the measure's judged-only form
 (``duckrank.metrics.judged_only``, its cut-off the ``depth`` option); a measure or parameter
-duckrank cannot give (``gains``, RBP without rel) is an error that says so. ``IR_MEASURES`` is
-also the table of docs/conventions.md ("ir_measures' names").
+duckrank cannot give (RBP without rel) is an error that says so; nDCG's ``gains=`` is the
+evaluation's ``gains`` option (the grades mapped before the truth is built). The intent-aware
+measures (``alpha_nDCG@20``, ...) translate to the SQL functions of subtopic qrels
+(``duckrank.metrics.diversity``), which evaluate feeds from the qrels' subtopic column.
+``IR_MEASURES`` is also the table of docs/conventions.md ("ir_measures' names").
 
 What the translation cannot carry is how an evaluation reads undefined values: ir_measures
 scores 0 where a measure is undefined (a judged query without a relevant document) and for a
@@ -42,6 +45,10 @@ def _number(label: str, name: str, value: str) -> str:
     except ValueError:
         raise ValueError(f"metric {label!r}: {name} must be a number, got {value.strip()!r}"
                          ) from None
+    return _shown(number)
+
+
+def _shown(number: float) -> str:
     return str(int(number)) if number.is_integer() else repr(number)
 
 
@@ -68,22 +75,14 @@ def _judged_only(label: str, value: str) -> tuple[tuple[str, str], ...]:
     return (("judged_only", "true"),) if _boolean(label, "judged_only", value) else ()
 
 
-def _unavailable(name: str, why: str) -> Param:
-    """A parameter duckrank cannot give yet: any value is an error that says why."""
-    def refuse(label: str, value: str) -> tuple[tuple[str, str], ...]:
-        raise ValueError(f"metric {label!r}: {name}= is not available in duckrank yet ({why})")
-    return refuse
-
-
 REL = {"rel": _to("min_grade", "rel")}
 JUDGED_ONLY = {"judged_only": _judged_only}
 
 
 @dataclass(frozen=True)
 class PeerMeasure:
-    """One peer measure name: the duckrank ``function`` with its fixed ``options`` (for a
-    measure of subtopic qrels, which evaluate cannot feed, ``subtopic_function`` instead), how
-    each parameter translates (``params``), what its @cutoff is (``cutoff``: "k", a number
+    """One peer measure name: the duckrank ``function`` with its fixed ``options``, how each
+    parameter translates (``params``), what its @cutoff is (``cutoff``: "k", a number
     option's name, or "" for none), the ``provider`` of ir_measures that computes it, and what
     differs (``note``)."""
 
@@ -93,7 +92,6 @@ class PeerMeasure:
     cutoff: str = "k"
     provider: str = "pytrec_eval"
     note: str = ""
-    subtopic_function: str = ""  # the SQL function of a measure of subtopic qrels
     defaults: Mapping[str, str] = field(default_factory=dict)  # the peer's, written out
     required: tuple[str, ...] = ()  # parameters (or "cutoff") without which it is refused
 
@@ -108,10 +106,14 @@ def _binary(function: str, *options: tuple[str, str], cutoff: str = "k", judged_
                        defaults={"rel": "1"})
 
 
-def _intent_aware(function: str) -> PeerMeasure:
-    """A measure of subtopic qrels (ndeval, through pyndeval): a SQL function of duckrank, which
-    ``duckrank.evaluate`` cannot feed from (query, item, grade) qrels."""
-    return PeerMeasure("", provider="pyndeval", subtopic_function=function)
+def _intent_aware(function: str, cutoff: str = "k", judged_only: bool = True,
+                  **params: Param) -> PeerMeasure:
+    """A measure of subtopic qrels (ndeval, through pyndeval): its SQL function
+    (``duckrank.metrics.diversity``), which evaluate feeds from the qrels' subtopic column; rel
+    is its min_grade (1 by default in both), ``params`` its other parameters (alpha, beta)."""
+    return PeerMeasure(function, params={**REL, **(JUDGED_ONLY if judged_only else {}),
+                                         **params},
+                       cutoff=cutoff, provider="pyndeval", note=_PYNDEVAL_NOTE)
 
 
 def _set_precision(label: str, value: str) -> tuple[tuple[str, str], ...]:
@@ -129,6 +131,33 @@ def _ndcg_dcg(label: str, value: str) -> tuple[tuple[str, str], ...]:
 
 def _normalize(label: str, value: str) -> tuple[tuple[str, str], ...]:
     return (("normalize", "true" if _boolean(label, "normalize", value) else "false"),)
+
+
+def parse_gains(label: str, value: str) -> tuple[tuple[float, float], ...]:
+    """ir_measures' ``gains={grade: gain, ...}`` (nDCG's map of grades to gains; a grade not in
+    it keeps its value) as (grade, gain) pairs; anything else is an error naming the metric."""
+    text = _text(value)
+    if not (text.startswith("{") and text.endswith("}")):
+        raise ValueError(f"metric {label!r}: gains must be a map {{grade: gain, ...}}, got "
+                         f"{value.strip()!r}")
+    pairs = []
+    for entry in filter(str.strip, text[1:-1].split(",")):
+        grade, colon, gain = entry.partition(":")
+        if not colon:
+            raise ValueError(f"metric {label!r}: gains must be a map {{grade: gain, ...}}, got "
+                             f"{value.strip()!r}")
+        pairs.append((float(_number(label, "a grade of gains", grade)),
+                      float(_number(label, "a gain of gains", gain))))
+    if len({grade for grade, _ in pairs}) < len(pairs):
+        raise ValueError(f"metric {label!r}: gains maps a grade twice: {value.strip()!r}")
+    return tuple(pairs)
+
+
+def _gains(label: str, value: str) -> tuple[tuple[str, str], ...]:
+    """nDCG's gains=: the evaluation's ``gains`` option (``metric_requests``), written out as
+    checked numbers."""
+    pairs = parse_gains(label, value)
+    return (("gains", "{" + ",".join(f"{_shown(g)}:{_shown(v)}" for g, v in pairs) + "}"),)
 
 
 def _binary_gains(label: str, value: str) -> tuple[tuple[str, str], ...]:
@@ -162,6 +191,13 @@ def _num_ret_rel(label: str, value: str) -> tuple[tuple[str, str], ...]:
 
 _TIES_ASCENDING = ("its provider breaks score ties by document id ascending (pytrec_eval and "
                    "duckrank: descending), so a tie across the cut-off can differ")
+# pyndeval ranks a query's documents as ir_measures sorts a run: score descending, then id
+# ascending.
+_PYNDEVAL_NOTE = ("reads the qrels' subtopic column (docs/diversity.md: `subtopic_column=`); "
+                  "ties: pyndeval breaks score ties by document id ascending (duckrank: "
+                  "descending), so a tie across the cut-off can differ")
+ALPHA = {"alpha": _to("alpha", "alpha")}
+ALPHA_BETA = {**ALPHA, "beta": _to("beta", "beta")}
 
 IR_MEASURES: dict[str, PeerMeasure] = {
     "AP": _binary("average_precision"),
@@ -187,15 +223,14 @@ IR_MEASURES: dict[str, PeerMeasure] = {
     "Judged": PeerMeasure("judged_at", provider="judged", note="ties: " + _TIES_ASCENDING),
     "nDCG": PeerMeasure(
         "ndcg", (("relevance", "graded"), ("gain", "linear")),
-        {"dcg": _ndcg_dcg, "gains": _unavailable("gains", "pass the grades already mapped to "
-                                                 "the gains"), **JUDGED_ONLY},
+        {"dcg": _ndcg_dcg, "gains": _gains, **JUDGED_ONLY},
         note="dcg='exp-log2' is gdeval's (exponential gains, 5 decimals printed)"),
     "NERR8": _cwl("nerr8", "k"),
     "NERR9": _cwl("nerr9", "k"),
     "NERR10": _cwl("nerr10", p=_to("p", "p")),
     "NERR11": _cwl("nerr11", T=_to("t", "T")),
-    "NRBP": _intent_aware("nrbp"),
-    "nNRBP": _intent_aware("nnrbp"),
+    "NRBP": _intent_aware("nrbp", "", False, **ALPHA_BETA),
+    "nNRBP": _intent_aware("nnrbp", "", False, **ALPHA_BETA),
     "NumQ": PeerMeasure("num_q", cutoff="", note="ir_measures sums it over the queries"),
     "NumRel": _binary("num_rel", judged_only=False, cutoff="",
                       note="ir_measures sums it over the queries"),
@@ -216,12 +251,12 @@ IR_MEASURES: dict[str, PeerMeasure] = {
     "SetF": _binary("set_f", cutoff="", extra={"beta": _to("beta", "beta")}),
     "SetP": _binary("set_precision", cutoff="", extra={"relative": _set_precision}),
     "SetR": _binary("set_recall", cutoff="", judged_only=False),
-    "StRecall": _intent_aware("subtopic_recall"),
+    "StRecall": _intent_aware("subtopic_recall", judged_only=False),
     "Success": _binary("hitrate"),
-    "alpha_DCG": _intent_aware("alpha_dcg"),
-    "alpha_nDCG": _intent_aware("alpha_ndcg"),
+    "alpha_DCG": _intent_aware("alpha_dcg", **ALPHA),
+    "alpha_nDCG": _intent_aware("alpha_ndcg", **ALPHA),
     "nERR_IA": _intent_aware("nerr_ia"),
-    "AP_IA": _intent_aware("ap_ia"),
+    "AP_IA": _intent_aware("ap_ia", ""),
     "P_IA": _intent_aware("precision_ia"),
 }
 # ir_measures' other names of the same measures (its registry's aliases).
@@ -251,8 +286,9 @@ def peer_measure(name: str) -> tuple[str, PeerMeasure] | None:
     return None
 
 
-def split_params(text: str | None) -> list[tuple[str, str]]:
-    """``a=1, b='x'`` -> [(a, 1), (b, 'x')] (commas inside quotes or braces kept)."""
+def split_assignments(text: str | None) -> list[str]:
+    """``a=1, b={0: 0, 1: 2}`` -> ['a=1', ' b={0: 0, 1: 2}'] (commas inside quotes or braces
+    kept; blank parts left out)."""
     parts, depth, quote, current = [], 0, "", ""
     for char in text or "":
         if quote:
@@ -269,8 +305,13 @@ def split_params(text: str | None) -> list[tuple[str, str]]:
             continue
         current += char
     parts.append(current)
+    return [part for part in parts if part.strip()]
+
+
+def split_params(text: str | None) -> list[tuple[str, str]]:
+    """``a=1, b='x'`` -> [(a, 1), (b, 'x')] (commas inside quotes or braces kept)."""
     pairs = []
-    for part in filter(str.strip, parts):
+    for part in split_assignments(text):
         name, equals, value = part.partition("=")
         pairs.append((name.strip(), value if equals else ""))
     return pairs
@@ -316,13 +357,6 @@ def translate(label: str, name: str, params: str | None, cutoff: str | None) -> 
     if found is None:
         return None
     peer, measure = found
-    if measure.subtopic_function:
-        raise ValueError(
-            f"metric {label!r}: {_possessive(peer)} {name} reads subtopic qrels (query, "
-            "subtopic, item, grade), which evaluate does not take yet: call the SQL function "
-            f"{measure.subtopic_function}(rec, truth[, k]) over lists of STRUCT(subtopic, "
-            "item, grade) (docs/diversity.md)"
-        )
     written = [*_ALIAS_PARAMS.get(name, ()), *split_params(params)]
     given = {param for param, _ in written}
     if len(given) < len(written):

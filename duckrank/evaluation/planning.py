@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import duckdb
 
 from duckrank.evaluation.inputs import _Columns, _kept, _Qrels
-from duckrank.evaluation.metric_requests import Convention, MetricRequest
+from duckrank.evaluation.metric_requests import SUBTOPICS, Convention, MetricRequest
 from duckrank.matching.sql import INTEGER_TYPES
 
 # Input rows (run + qrels) per range of query ids: each range's lists are built and scored in one
@@ -80,8 +80,13 @@ def _buckets(con: duckdb.DuckDBPyConnection, view: str, c: _Columns, rows: int) 
 
 def _check_conflicts(con: duckdb.DuckDBPyConnection, view: str, c: _Columns,
                      bucket: _Bucket) -> int:
-    """Raise when one (query, item) has two grades in this range; return its judged queries."""
+    """Raise when one (query, item), or (query, subtopic, item) in subtopic qrels, has two
+    grades in this range; return its judged queries."""
     where = f"{_kept(c)} AND {bucket.where(c.qrels_query, c.query_type)}"
+    # In subtopic qrels an item has a grade per subtopic (the other metrics read the largest).
+    item = c.qrels_item if c.subtopic is None else f"{c.subtopic}, {c.qrels_item}"
+    shown = (f"{c.qrels_item}::VARCHAR" if c.subtopic is None
+             else f"concat({c.qrels_item}, ', subtopic ', {c.subtopic})")
     # Only a query with two different grades can give them to one item: grouping by query alone
     # costs a tenth of grouping every (query, item), which then reads only those queries (none
     # for qrels of one grade).
@@ -96,16 +101,19 @@ def _check_conflicts(con: duckdb.DuckDBPyConnection, view: str, c: _Columns,
     conflicts = con.execute(f"""
         SELECT count(*) FROM (
           SELECT {c.qrels_query} AS q FROM {view} WHERE {where}
-          GROUP BY q, {c.qrels_item} HAVING min({c.grade}) <> max({c.grade}))""",
+          GROUP BY q, {item} HAVING min({c.grade}) <> max({c.grade}))""",
         bucket.params).fetchall()[0][0]
     if conflicts:
         example = con.execute(f"""
-            SELECT q::VARCHAR, i::VARCHAR FROM (
-              SELECT {c.qrels_query} AS q, {c.qrels_item} AS i FROM {view} WHERE {where}
-              GROUP BY q, i HAVING min({c.grade}) <> max({c.grade}) LIMIT 1)""",
+            SELECT q::VARCHAR, i FROM (
+              SELECT {c.qrels_query} AS q, {shown} AS i FROM {view} WHERE {where}
+              GROUP BY q, {item} HAVING min({c.grade}) <> max({c.grade}) LIMIT 1)""",
             bucket.params).fetchall()[0]
+        # The usual cause: a TREC diversity qrels file read without its subtopic column.
+        hint = ("" if c.subtopic is not None else "; if these are subtopic qrels (one grade per "
+                "subtopic), name their subtopic column (docs/diversity.md)")
         raise ValueError(f"the qrels give two different grades to query {example[0]}, item "
-                         f"{example[1]}")
+                         f"{example[1]}{hint}")
     return judged
 
 
@@ -121,13 +129,17 @@ class _Metric:
 @dataclass(frozen=True)
 class _Truth:
     """One truth column of the judged CTE: the MAP of grades (``gains``: with a negative grade
-    as 0, for the gain functions, which refuse one), or the LIST of the items with grade > 0
-    (``min_grade`` None) or grade >= min_grade."""
+    as 0, for the gain functions, which refuse one), the LIST of the items with grade > 0
+    (``min_grade`` None) or grade >= min_grade, or (``subtopics``) the LIST of STRUCT(subtopic,
+    item, grade) of every judgment. ``grade_gains``: (grade, gain) pairs the MAP's grades are
+    mapped by first (a request's ``gains``)."""
 
     name: str
     graded: bool
     min_grade: int | float | None = None
     gains: bool = False
+    subtopics: bool = False
+    grade_gains: tuple[tuple[float, float], ...] = ()
     # Every kept qrels row passes the relevance test: the LIST is every judged item, built
     # without the test's FILTER (which costs the truth lists about a third more).
     all_relevant: bool = False
@@ -138,11 +150,14 @@ def _plan_metrics(
 ) -> tuple[list[_Metric], list[_Truth]]:
     """The output columns (one per distinct name) and only the truth forms they read: a MAP of
     every judgment costs memory for nothing when no metric takes grades."""
-    truths: dict[tuple[bool, int | float | None, bool], _Truth] = {}
+    truths: dict[tuple[bool, int | float | None, bool, bool, tuple], _Truth] = {}
     metrics: dict[str, _Metric] = {}
     for request in requests:
-        is_map = request.truth_form(graded) == "map"
-        key = (is_map, None if is_map else request.min_grade, is_map and request.reads_gains())
+        form = request.truth_form(graded)
+        is_map, subtopics = form == "map", form == SUBTOPICS
+        # The subtopic list is one truth whatever the options (min_grade is the function's).
+        key = (is_map, None if is_map or subtopics else request.min_grade,
+               is_map and request.reads_gains(), subtopics, request.gains)
         truth = truths.setdefault(key, _Truth(f"duckrank_truth{len(truths)}", *key))
         column = request.column(graded)
         metrics.setdefault(column, _Metric(request, column, truth.name))
@@ -182,7 +197,7 @@ def _all_relevant(con: duckdb.DuckDBPyConnection, truth: _Truth, qrels: _Qrels,
     """``truth`` marked all_relevant when every kept qrels row passes its binary relevance test:
     each test is a lower bound on the grade (``g > 0``, ``g >= 1``, ``g >= min_grade``), so the
     smallest grade decides, tested by the same SQL."""
-    if truth.graded or qrels.smallest is None:
+    if truth.graded or truth.subtopics or qrels.smallest is None:
         return truth
     test, params = convention.relevant, {"g": qrels.smallest}
     if truth.min_grade is not None:

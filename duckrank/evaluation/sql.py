@@ -64,6 +64,29 @@ def _text_valued(metric: _Metric) -> bool:
     """A metric whose value is text (trec_eval's relstring), not a number."""
     return any(m.result_type == "VARCHAR" for m in metric.request.overloads)
 
+
+# The judged CTE's column of each item's subtopic judgments (subtopic qrels).
+_JUDGMENTS = "duckrank_judgments"
+
+
+def _judgments_sql(qrels_view: str, c: _Columns, where: str, distinct: bool,
+                   subtopics: bool) -> str:
+    """The qrels rows the judged CTE groups by query (q, i, g): as they are (``distinct``: each
+    once), or for subtopic qrels one per item with its largest grade over its subtopics (relevant
+    to the query when relevant to one of them: docs/diversity.md says how the peers differ) and,
+    with ``subtopics``, its judgments as STRUCT(subtopic, item, grade) in ``_JUDGMENTS``."""
+    kept = f"{c.qrels_query} IS NOT NULL AND {c.qrels_item} IS NOT NULL AND {where}"
+    if c.subtopic is None:
+        return (f"SELECT {'DISTINCT ' if distinct else ''}{c.qrels_query} AS q, "
+                f"{c.qrels_item} AS i, {c.grade} AS g FROM {qrels_view} WHERE {kept}")
+    judgments = (f", list({{'subtopic': s, 'item': i, 'grade': g}}) AS {_JUDGMENTS}"
+                 if subtopics else "")
+    # A judgment repeated (the same grade twice: _check_conflicts refused two) counts once.
+    return (f"SELECT q, i, max(g) AS g{judgments} FROM (SELECT DISTINCT {c.qrels_query} AS q, "
+            f"{c.subtopic} AS s, {c.qrels_item} AS i, {c.grade} AS g FROM {qrels_view} "
+            f"WHERE {kept}) GROUP BY q, i")
+
+
 def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_Metric],  # noqa: C901
                 truths: Sequence[_Truth], bucket: _Bucket, convention: Convention,
                 top_k: int | None, native_key: str | None,
@@ -83,13 +106,19 @@ def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_
 
     judged = []
     for truth in truths:
-        if truth.gains:
+        # A request's gains map grades to gains (each pair two parameters); others stay.
+        gain_sql = ("CASE g " + "".join(f"WHEN {parameter(grade)} THEN {parameter(gain)} "
+                                        for grade, gain in truth.grade_gains) + "ELSE g END"
+                    if truth.grade_gains else "g")
+        if truth.subtopics:
+            sql = f"flatten(list({_JUDGMENTS}))"
+        elif truth.gains:
             # The gain functions refuse a negative grade (TREC's -2 for spam): gain 0, as in
             # trec_eval's ndcg.
-            sql = "map_from_entries(list({'key': i, 'value': greatest(g, 0)::DOUBLE}))"
+            sql = f"map_from_entries(list({{'key': i, 'value': greatest({gain_sql}, 0)::DOUBLE}}))"
         elif truth.graded:
             # As given: trec_eval's measures read a negative grade as in the pool but unjudged.
-            sql = "map_from_entries(list({'key': i, 'value': g::DOUBLE}))"
+            sql = f"map_from_entries(list({{'key': i, 'value': ({gain_sql})::DOUBLE}}))"
         elif truth.all_relevant:
             sql = "list(i)"
         else:
@@ -102,7 +131,8 @@ def _scored_sql(run_view: str, qrels_view: str, c: _Columns, metrics: Sequence[_
     graded = {truth.name: truth.graded for truth in truths}
     # A MAP takes each item once; a LIST truth is read as a set, so a repeated judgment (the
     # same grade twice: _check_conflicts refused two grades) needs no hash of every qrels row.
-    distinct = "DISTINCT " if any(graded.values()) else ""
+    judgments = _judgments_sql(qrels_view, c, bucket.where(c.qrels_query, c.query_type),
+                               any(graded.values()), any(t.subtopics for t in truths))
     calls = []
     for index, metric in enumerate(metrics):
         request = metric.request
@@ -154,10 +184,7 @@ WITH ranked AS (
 ),
 judged AS (
   SELECT q AS duckrank_query, true AS duckrank_in_qrels{''.join(judged)}
-  FROM (SELECT {distinct}{c.qrels_query} AS q, {c.qrels_item} AS i, {c.grade} AS g
-        FROM {qrels_view}
-        WHERE {c.qrels_query} IS NOT NULL AND {c.qrels_item} IS NOT NULL
-          AND {bucket.where(c.qrels_query, c.query_type)})
+  FROM ({judgments})
   GROUP BY q
 ),
 scored AS (

@@ -178,15 +178,6 @@ def test_bad_input_is_named(con) -> None:
                    ).fetchall() == [(None,)]
 
 
-def test_ir_measures_names_of_the_family_say_where_they_are() -> None:
-    """evaluate reads (query, item, grade) qrels: the diversity names are refused there with the
-    SQL functions to call instead."""
-    from duckrank.evaluation.metric_requests import parse_metric
-
-    with pytest.raises(ValueError, match=r"alpha_nDCG .*subtopic qrels.*alpha_ndcg"):
-        parse_metric("alpha_nDCG@20")
-
-
 def test_kernels_and_sql_agree_on_nulls(con) -> None:
     """A NULL rec or truth is NULL; a NULL item in rec is no item; entries with a NULL field are
     left out; a NULL list among others leaves the other rows' matching intact."""

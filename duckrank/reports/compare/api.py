@@ -59,6 +59,7 @@ def compare(
     score_column: str | None = None,
     rank_column: str | None = None,
     grade_column: str | None = None,
+    subtopic_column: str | None = None,
     run_columns: Mapping[str, str] | None = None,
     qrels_columns: Mapping[str, str] | None = None,
     ids: str = "typed",
@@ -98,7 +99,7 @@ def compare(
         metrics = [metrics]
     names = column_names(
         {"query": query_column, "item": item_column, "score": score_column,
-         "rank": rank_column, "grade": grade_column},
+         "rank": rank_column, "grade": grade_column, "subtopic": subtopic_column},
         run_columns, qrels_columns,
     )
     if baseline is not None and not isinstance(baseline, str):
