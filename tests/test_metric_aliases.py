@@ -4,9 +4,13 @@ Expected values are hand calculations from each library's own definition, cited 
 RecTools 0.19 (rectools/metrics/ranking.py, novelty.py, popularity.py docstrings), RePlay 0.22
 (replay/metrics/*.py docstrings), RecBole 1.2 (recbole/evaluator/metrics.py: MAP divides by
 min(|R(u)|, K), NDCG's ideal holds min(|R(u)|, K) hits), Elliot (accuracy/hit_rate/hit_rate.py: 1
-if any of the top cutoff is relevant; accuracy/map/map.py: the mean of precision@1..cutoff) and
+if any of the top cutoff is relevant; accuracy/map/map.py: the mean of precision@1..cutoff;
+accuracy/mar/mar.py: the mean of recall@1..cutoff) and
 LensKit 2025.8 (lenskit.metrics: Precision divides by the list's length, Recall by min(k, |truth|),
-NDCG discounts by max(1, log2 rank)). No value here is computed by duckrank's own functions.
+NDCG discounts by max(1, log2 rank)), Cornac 2.6 (cornac/metrics/ranking.py) and RecBole 1.2's
+and Elliot's beyond-accuracy metrics (recbole/evaluator/metrics.py ItemCoverage, GiniIndex,
+AveragePopularity; Elliot's diversity/shannon_entropy). No value here is computed by duckrank's
+own functions.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import pandas as pd
 import pytest
 
 import duckrank
-from duckrank.evaluation.aliases import by_spelling
+from duckrank.evaluation.aliases import by_spelling, takes_cut_off
 from duckrank.evaluation.metric_requests import (
     AmbiguousNameWarning,
     PeerConventionWarning,
@@ -69,6 +73,14 @@ HAND = [
     # MRR (RecTools, RePlay), LensKit RecipRank: 1 / rank of the first hit.
     ("rectools:MRR@3", (1 / 2, 1.0)),
     ("RecipRank@3", (1 / 2, 1.0)),
+    # LensKit RBP (lenskit/metrics/ranking/_rbp.py, 2025.8): the relevant items' weights
+    # p^(rank - 1) in the list cut at n, divided by their series sum 1 / (1 - p), patience p 0.85
+    # by default: u1's hit at rank 2 gives 0.15 * 0.85, u2's at rank 1 gives 0.15.
+    ("lenskit:RBP@3", ((1 - 0.85) * 0.85, 1 - 0.85)),
+    # RecTools' Accuracy (rectools/metrics/classification.py), written as the conventions page
+    # says since rectools:Accuracy cannot carry the catalogue: (TP + TN) / 8, TN = 8 - k - FN.
+    # u1: TP 1, FN 3, TN 2; u2: TP 1, FN 1, TN 4.
+    ("accuracy(catalog_size=8)@3", (3 / 8, 5 / 8)),
 ]
 
 
@@ -116,6 +128,71 @@ def test_beyond_accuracy_names() -> None:
         (1 / 2 + 2 / 2) / 2, abs=1e-12)
 
 
+# Cornac and Elliot, by hand. Every item a..e is ranked (Cornac ranks every candidate): v1 ranks
+# a, b, c, d, e, relevant b, d, e (ranks 2, 4, 5); v2 ranks a, c, b, d, e, relevant e (rank 5).
+FULL_RUN = pd.DataFrame({"user": ["v1"] * 5 + ["v2"] * 5, "item": list("abcde") + list("acbde"),
+                         "score": [5.0, 4.0, 3.0, 2.0, 1.0] * 2})
+FULL_QRELS = pd.DataFrame({"user": ["v1", "v1", "v1", "v2"], "item": ["b", "d", "e", "e"]})
+L5, L6 = 1 / math.log2(5), 1 / math.log2(6)  # the discounts of ranks 4 and 5
+FULL_HAND = [
+    # NDCG@3 (Cornac, Elliot's nDCG): v1 DCG = L3, ideal min(3, 3) hits = 1 + L3 + 1/2; v2 no hit.
+    ("cornac:NDCG@3", (L3 / (1 + L3 + 0.5), 0.0)),
+    ("elliot:nDCG@3", (L3 / (1 + L3 + 0.5), 0.0)),
+    # Cornac's NDCG without k: the whole ranking, ideal every relevant item: v1 (L3 + L5 + L6) /
+    # (1 + L3 + 1/2), v2 L6 / 1.
+    ("cornac:NDCG", ((L3 + L5 + L6) / (1 + L3 + 0.5), L6)),
+    # Precision@3 = hits / 3, Recall@3 = hits / |truth|, F1 = 2PR / (P + R) (0 when P + R = 0).
+    ("cornac:Precision@3", (1 / 3, 0.0)),
+    ("cornac:Recall@3", (1 / 3, 0.0)),
+    ("elliot:Recall@3", (1 / 3, 0.0)),
+    ("FMeasure@3", (1 / 3, 0.0)),
+    ("HitRatio@3", (1.0, 0.0)),
+    # MRR: Cornac's has no cut-off (v2: 1/5); Elliot's stops at k.
+    ("cornac:MRR", (1 / 2, 1 / 5)),
+    ("elliot:MRR@3", (1 / 2, 0.0)),
+    # Cornac MAP: mean over the relevant items of (its rank among them) / (its rank):
+    # v1 (1/2 + 2/4 + 3/5) / 3, v2 1/5.
+    ("cornac:MAP", ((0.5 + 0.5 + 0.6) / 3, 1 / 5)),
+    # Elliot's MAP@5 (accuracy/map/map.py): the mean of precision@1..5, hit or not: v1 0, 1/2,
+    # 1/3, 2/4, 3/5; v2 0, 0, 0, 0, 1/5. MAR@5 (accuracy/mar/mar.py), recall@1..5: v1 0, 1/3,
+    # 1/3, 2/3, 1; v2 0, 0, 0, 0, 1.
+    ("elliot:MAP@5", ((0.5 + 1 / 3 + 0.5 + 0.6) / 5, (1 / 5) / 5)),
+    ("MAR@5", ((1 / 3 + 1 / 3 + 2 / 3 + 1) / 5, 1 / 5)),
+]
+
+
+def test_cornac_and_elliot_names_by_hand() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PeerConventionWarning)
+        frame = duckrank.evaluate(FULL_RUN, FULL_QRELS, [text for text, _ in FULL_HAND],
+                                  per_user=True).set_index("user")
+    for text, (v1, v2) in FULL_HAND:
+        assert frame.loc["v1", text] == pytest.approx(v1, abs=1e-12), text
+        assert frame.loc["v2", text] == pytest.approx(v2, abs=1e-12), text
+
+
+def test_beyond_accuracy_names_of_recbole_rectools_lenskit_and_elliot() -> None:
+    """RUN's top 3: u1 a, b, c; u2 x; catalogue of 8 items; train as in
+    test_beyond_accuracy_names (a: 2 rows, b: 1, c: 4, x: 1).
+    RecBole itemcoverage: 4 distinct items / 8 = 0.5. RecBole giniindex: counts 1, 1, 1, 1 at
+    the places 5..8 of the 8 sorted: sum (2j - 9) x 1 = 1 + 3 + 5 + 7 = 16, / 4 / 8 = 0.5.
+    RecBole averagepopularity: (7/3 + 1) / 2. RecTools CoveredUsers: both users of the qrels
+    have a list: 1. LensKit ExposureGini: weights 0.85^(rank - 1): a 1, b 0.85, c 0.7225, x 1,
+    sorted c, b, a, x at the places 5..8: (0.7225 + 3 x 0.85 + 5 + 7) / (8 x 3.5725).
+    Elliot SEntropy: weights a, b, c 1/3 and x 1, each item's -log2(1 / 4) = 2:
+    (3 x 1/3 + 1) x 2 / 2 users = 2."""
+    train = pd.DataFrame({"user": ["p", "q", "p", "p", "q", "r", "s", "q"],
+                          "item": ["a", "a", "b", "c", "c", "c", "c", "x"]})
+    names = ["itemcoverage@3", "giniindex@3", "averagepopularity@3", "CoveredUsers@3",
+             "ExposureGini@3", "SEntropy@3"]
+    result = duckrank.evaluate(RUN, QRELS, names, train=train, catalog_size=8)
+    columns = ["catalog_coverage@3", "exposure_gini@3", "arp@3", "user_coverage@3",
+               "exposure_gini(discount=rbp)@3", "exposure_entropy@3"]
+    assert list(result.columns[-len(columns):]) == columns
+    expected = [0.5, 0.5, (7 / 3 + 1) / 2, 1.0, (0.7225 + 3 * 0.85 + 12) / (8 * 3.5725), 2.0]
+    assert result[columns].iloc[0].tolist() == pytest.approx(expected, abs=1e-12)
+
+
 def test_coverage_is_catalog_coverage() -> None:
     """``coverage@k``: the distinct items of the top k lists / the catalogue (Recommenders'
     catalog_coverage): a, b, c, x of a catalogue of 8 -> 1/2."""
@@ -147,17 +224,20 @@ def test_a_name_the_libraries_compute_differently_warns_which_was_used() -> None
         parse_metrics(["NDCG@10"])
     with warnings.catch_warnings():
         warnings.simplefilter("error", AmbiguousNameWarning)
-        parse_metrics(["MRR@10", "ir_measures:MAP@10", "rectools:MAP@10"],
+        parse_metrics(["ir_measures:MAP@10", "rectools:MAP@10"],
                       duckrank.evaluation.CONVENTIONS["ir_measures"])
+    # Cornac's MRR takes no cut-off (the whole ranking): MRR@10 is not its number.
+    with pytest.warns(AmbiguousNameWarning, match=r"rectools:MRR@k = mrr@k.*cornac:MRR = mrr;"):
+        parse_metrics(["MRR@10"])
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("elliot:MAP@10", r"Elliot's MAP is not available in duckrank: it is the mean of "
-                      r"precision@1 \.\. precision@k"),
-    ("novelty@10", r"Recommenders' novelty is not available"),
-    ("Coverage@10", r"RePlay's Coverage is not available"),
+    ("rectools:Accuracy@10", r"RecTools' Accuracy is not available in duckrank: it needs the "
+                             r"catalogue's size: write accuracy\(catalog_size=N\)@k"),
     ("rectools:NDCG(gain=linear)@10", r"RecTools' NDCG takes no options here.*ndcg\(ideal=k"),
     ("rectools:PartialAUC", r"needs its cut-off"),
+    ("cornac:MAP@10", r"Cornac's MAP takes no cut-off; write cornac:MAP \(it is "
+                      r"average_precision\)"),
     ("foo:ndcg@10", r"'foo' is no library .*rectools"),
     ("rectools:NDGC@10", r"no RecTools metric named 'NDGC'.*did you mean NDCG\?"),
     ("ir_measures:ndgc@10", r"ir_measures has no measure 'ndgc'; did you mean NDCG, nDCG"),
@@ -194,7 +274,7 @@ def test_every_alias_reads() -> None:
     """Each row of the table parses to a duckrank request (or says why it cannot)."""
     for spelling, found in by_spelling().items():
         for alias in found:
-            text = f"{alias.library.lower()}:{spelling}@10"
+            text = f"{alias.library.lower()}:{spelling}" + ("@10" if takes_cut_off(alias) else "")
             if not alias.request:
                 with pytest.raises(ValueError, match="not available"):
                     parse_metric(text)
@@ -233,4 +313,6 @@ def test_the_conventions_page_lists_every_alias() -> None:
     section = text[text.index("## Recommender libraries' names"):text.index("## ir_measures'")]
     for spelling, found in by_spelling().items():
         for alias in found:
-            assert f"`{alias.library.lower()}:{spelling}@k`" in section, spelling
+            written = f"{alias.library.lower()}:{spelling}" + ("@k" if takes_cut_off(alias) else "")
+            assert f"`{written}`" in section, spelling
+

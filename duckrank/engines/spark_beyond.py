@@ -16,7 +16,8 @@ per-user one, (user, value) per user of both for a list similarity (``other`` jo
 ``inter_user_diversity`` draws the same pairs of users as DuckDB for the same seed, from
 duckrank's seeded hash (``duckrank.seeded_hash.of_integers``, its numpy form).
 
-Not here: a ``catalog`` table for ``exposure_gini`` and ``serendipity`` (give ``catalog_size``).
+Not here: a ``catalog`` table for ``exposure_gini`` and ``serendipity`` (give ``catalog_size``),
+and so ``catalog_coverage``'s ``in_catalog=True`` (an error that says so).
 """
 
 from __future__ import annotations
@@ -110,18 +111,29 @@ def _exposure(a: _Inputs) -> DataFrame:
 
 
 def _catalog_coverage(a: _Inputs) -> DataFrame:
+    if _flag(a, "in_catalog"):
+        raise ValueError(f"{a.name}: in_catalog=True is not in Spark (it reads a catalog table, "
+                         "which Spark does not take): call the DuckDB macro")
+    distinct = F.count("*").cast("double")
+    if not _flag(a, "normalize", True):
+        return _exposure(a).agg(distinct.alias(a.name))
     size = a.catalog_size()
-    return _exposure(a).agg((F.count("*") / F.lit(float(size))).alias(a.name))
+    return _exposure(a).agg((distinct / F.lit(float(size))).alias(a.name))
 
 
 def _exposure_entropy(a: _Inputs) -> DataFrame:
+    scale = math.log(2) if _choice(a, "unit", ("bits", "nats")) == "nats" else 1.0
+    per_item = _flag(a, "per_item")
     x = _exposure(a).withColumn("t", F.sum("n").over(Window.partitionBy()))
-    return x.agg((F.sum(F.col("n") * (F.log2("t") - F.log2("n"))) / F.first("t"))
-                 .alias(a.name))
+    entropy = F.sum(F.col("n") * (F.log2("t") - F.log2("n"))) / F.first("t") * scale
+    return x.agg((entropy / F.count("*") if per_item else entropy).alias(a.name))
 
 
 def _exposure_gini(a: _Inputs) -> DataFrame:
     size = a.catalog_size()
+    over = (size - 1 if _choice(a, "denominator", ("n", "n_minus_1")) == "n_minus_1"
+            else size)
+    complement = _flag(a, "complement")
     x = _exposure(a)
     distinct = x.count()
     if distinct > size:
@@ -129,14 +141,25 @@ def _exposure_gini(a: _Inputs) -> DataFrame:
                          f"catalogue size {size}")
     ranked = x.withColumn("r", F.row_number().over(Window.orderBy("n")))
     weight = 2 * (F.lit(size - distinct) + F.col("r")) - size - 1
-    return ranked.agg((F.sum(weight * F.col("n")) / (F.lit(float(size)) * F.sum("n")))
-                      .alias(a.name))
+    # N - 1 = 0 (one item): NULL, as the macro (a division by 0 is an error under ANSI mode).
+    gini = (F.sum(weight * F.col("n")) / (F.lit(float(over)) * F.sum("n")) if over
+            else F.lit(None).cast("double"))
+    return ranked.agg((1 - gini if complement else gini).alias(a.name))
 
 
-def _flag(a: _Inputs, option: str) -> bool:
-    value = a.options.pop(option, False)
+def _flag(a: _Inputs, option: str, default: bool = False) -> bool:
+    value = a.options.pop(option, default)
     if not isinstance(value, bool):
         raise ValueError(f"{a.name}: {option} must be true or false, got {value!r}")
+    return value
+
+
+def _choice(a: _Inputs, option: str, values: tuple[str, ...]) -> str:
+    """An option taking one of ``values``, the first being its default."""
+    value = a.options.pop(option, values[0])
+    if value not in values:
+        raise ValueError(f"{a.name}: {option} must be {' or '.join(map(repr, values))}, got "
+                         f"{value!r}")
     return value
 
 
@@ -159,8 +182,10 @@ def _user_coverage(a: _Inputs) -> DataFrame:
     users = (listed.select("user") if test is None else
              test.select(F.col(a.user).alias("user")).where(F.col("user").isNotNull()).distinct())
     covered = F.count(F.when(F.col("covered"), 1))
+    share = (covered / F.when(F.count("*") > 0, F.count("*")) if _flag(a, "normalize", True)
+             else covered.cast("double"))
     return users.join(listed, "user", "left").agg(
-        (covered / F.when(F.count("*") > 0, F.count("*"))).alias(a.name),
+        share.alias(a.name),
         covered.alias("covered_users"), F.count("*").alias("users"))
 
 
@@ -480,14 +505,22 @@ def _arp(a: _Inputs) -> DataFrame:
 
 def _self_information(a: _Inputs) -> DataFrame:
     normalize = a.options.pop("normalize", False)
+    by_interactions = _choice(a, "popularity", ("users", "interactions")) == "interactions"
     weight = _weight(a, "none")
-    pairs = a.train_items().distinct()
-    users = float(pairs.select("u").distinct().count())
-    counts = (pairs.where(F.col("item").isNotNull()).groupBy("item")
-              .agg(F.count("u").cast("double").alias("n")))
-    value = -F.log2(F.coalesce(F.col("n"), F.lit(1.0)) / users)
+    if by_interactions:
+        rows = a.train_items().where(F.col("item").isNotNull())
+        total = float(rows.count())
+        counts = rows.groupBy("item").agg(F.count("*").cast("double").alias("n"))
+        # Microsoft Recommenders' rule: an item absent from train adds 0.
+        value = F.coalesce(-F.log2(F.col("n") / total), F.lit(0.0))
+    else:
+        pairs = a.train_items().distinct()
+        total = float(pairs.select("u").distinct().count())
+        counts = (pairs.where(F.col("item").isNotNull()).groupBy("item")
+                  .agg(F.count("u").cast("double").alias("n")))
+        value = -F.log2(F.coalesce(F.col("n"), F.lit(1.0)) / total)
     if normalize:
-        value = value / F.log2(F.lit(users)) if users > 1 else F.lit(None).cast("double")
+        value = value / F.log2(F.lit(total)) if total > 1 else F.lit(None).cast("double")
     return _weighted_mean(a, counts, value, weight)
 
 
@@ -529,8 +562,22 @@ def _expected_novelty(kind: str, graded: bool = False) -> Callable[[_Inputs], Da
 
 def _long_tail_share(a: _Inputs) -> DataFrame:
     share = a.number("head_share", 0.2, 0, 1)
+    ratio = a.options.pop("tail_ratio", None)
     counts = (a.train_items().where(F.col("item").isNotNull()).groupBy("item")
               .agg(F.count("*").alias("n")))
+    if ratio is not None:
+        if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not ratio > 0:
+            raise ValueError(f"{a.name}: tail_ratio must be a number above 0 (or None), got "
+                             f"{ratio!r}")
+        # RecBole's tail: a count threshold above 1, else the least popular share (ties by
+        # item), at least one item.
+        ranked = (counts.withColumn("r", F.row_number().over(Window.orderBy("n", "item")))
+                  .withColumn("m", F.count("*").over(Window.partitionBy())))
+        tail = ranked.where(F.col("n") <= ratio if ratio > 1 else
+                            F.col("r") <= F.greatest(F.floor(F.col("m") * float(ratio)),
+                                                     F.lit(1)))
+        return _item_mean(a, tail.select("item", F.lit(1.0).alias("h")),
+                          F.when(F.col("h").isNull(), 0.0).otherwise(1.0))
     head = (counts.withColumn("r", F.rank().over(Window.orderBy(F.desc("n"))))
             .withColumn("m", F.count("*").over(Window.partitionBy()))
             .where(F.col("r") - 1 < share * F.col("m")).select("item", F.lit(1.0).alias("h")))

@@ -302,7 +302,84 @@ AUC = Metric(
     "by hits * (k - hits) with the raw k (see the hivemall schema).",
 )
 
-METRICS = (PRECISION_AT, RECALL_AT, AVERAGE_PRECISION, MRR, HITRATE, AUC, NDCG)
+# --- Elliot's MAP and MAR: precision@i and recall@i averaged over the cut-offs i = 1..k -----------
+# A hit at position p counts in precision@i for every i in p..k, 1 / i each: the sum over i of
+# precision@i is the sum over the hits of H(k) - H(p - 1), H the harmonic numbers; in recall@i
+# it counts k - p + 1 times. Both forms are closed, so the cost is that of the hits, not of k.
+
+# H(m) for m below this is read from a constant list (exact to the last bit); from it on,
+# Euler-Maclaurin's series to 1 / (120 m^4), whose next term, 1 / (252 m^6), is below 1e-15.
+_HARMONIC_TABLE_SIZE = 128
+_HARMONIC = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, _HARMONIC_TABLE_SIZE))])
+_EULER_GAMMA = 0.5772156649015329
+
+
+def _harmonic(m: np.ndarray) -> np.ndarray:
+    """H(m) = sum_{i=1..m} 1 / i (H(0) = 0), elementwise."""
+    large = np.maximum(m, _HARMONIC_TABLE_SIZE).astype(np.float64)
+    series = (np.log(large) + _EULER_GAMMA + 1 / (2 * large) - 1 / (12 * large ** 2)
+              + 1 / (120 * large ** 4))
+    return np.where(m < _HARMONIC_TABLE_SIZE,
+                    _HARMONIC[np.minimum(m, _HARMONIC_TABLE_SIZE - 1)], series)
+
+
+def _harmonic_sql(m: str) -> str:
+    """The SQL of ``_harmonic`` over the integer expression ``m`` (the list is 1-based)."""
+    table = ", ".join(f"{v:.17e}" for v in _HARMONIC)
+    return (f"CASE WHEN {m} < {_HARMONIC_TABLE_SIZE} THEN [{table}][{m} + 1] "
+            f"ELSE ln({m}) + {_EULER_GAMMA!r} + 1 / (2 * ({m})::DOUBLE) "
+            f"- 1 / (12 * ({m})::DOUBLE ^ 2) + 1 / (120 * ({m})::DOUBLE ^ 4) END")
+
+
+def _mean_precision(h: Hits) -> np.ndarray:
+    hits = h.counts
+    summed = hits * _harmonic(h.k) - h.row_sum(_harmonic(h.positions - 1))
+    return _where_defined(h, (h.n > 0) & (h.k > 0), _ratio(summed, h.k))
+
+
+def _mean_recall(h: Hits) -> np.ndarray:
+    summed = h.row_sum(np.repeat(h.k, h.counts) - h.positions + 1.0)
+    return _where_defined(h, (h.n > 0) & (h.k > 0), _ratio(summed, h.k * h.n))
+
+
+_MEAN_UNDEFINED = ("NULL when truth has no item (Elliot leaves such a user out) or k is 0 (k "
+                   "omitted with an empty rec).")
+_MEAN_PEERS = ("a hit counts once: a duplicate of a recommended item is a miss (Elliot counts "
+               "each copy of a relevant item, but its lists, a model's top k, hold none). "
+               "Elliot evaluates only the users it has a list for; an empty rec gives 0 here.")
+
+MEAN_PRECISION_AT = Metric(
+    name="mean_precision_at",
+    summary="The mean of precision@1 .. precision@k over every cut-off, hit or not (Elliot's "
+    "MAP).",
+    formula="(1 / k) sum_{i=1..k} hits(i) / i, hits(i) the hits in the top i; places past the "
+    "end of a list shorter than k are misses (precision@i divides by i, not by min(i, len(rec)))",
+    undefined=_MEAN_UNDEFINED,
+    sql=f"CASE WHEN {{n}} = 0 OR {{k}} = 0 THEN NULL ELSE (len({{pos}}) * "
+    f"{_harmonic_sql('{k}')} - coalesce(list_sum(list_transform({{pos}}, lambda p: "
+    f"{_harmonic_sql('p - 1')})), 0)) / {{k}} END",
+    kernel=_mean_precision,
+    peers="Elliot's MAP (elliot:MAP@k), not trec_eval's or RecTools' MAP (average_precision, "
+    "which sums precision at the hits only); " + _MEAN_PEERS,
+    source="Elliot (Anelli et al., SIGIR 2021), elliot/evaluation/metrics/accuracy/map/map.py",
+)
+
+MEAN_RECALL_AT = Metric(
+    name="mean_recall_at",
+    summary="The mean of recall@1 .. recall@k over every cut-off (Elliot's MAR).",
+    formula="(1 / k) sum_{i=1..k} hits(i) / |truth|, hits(i) the hits in the top i; equal to "
+    "sum over the hits at position p of (k - p + 1), divided by k |truth|; places past the end "
+    "of a list shorter than k add no hit",
+    undefined=_MEAN_UNDEFINED,
+    sql="CASE WHEN {n} = 0 OR {k} = 0 THEN NULL ELSE coalesce(list_sum(list_transform({pos}, "
+    "lambda p: {k} - p + 1)), 0) / ({k} * {n}) END",
+    kernel=_mean_recall,
+    peers="Elliot's MAR (elliot:MAR@k); " + _MEAN_PEERS,
+    source="Elliot (Anelli et al., SIGIR 2021), elliot/evaluation/metrics/accuracy/mar/mar.py",
+)
+
+METRICS = (PRECISION_AT, RECALL_AT, AVERAGE_PRECISION, MRR, HITRATE, AUC, NDCG,
+           MEAN_PRECISION_AT, MEAN_RECALL_AT)
 
 
 # --- the same metrics over MAP truth (item -> grade) ---------------------------------------------

@@ -1,6 +1,7 @@
 """The AUC family and the classification-style metrics of the recommender libraries (issue 28):
-per-user records over hit positions (``f_beta``, ``mcc``, ``partial_auc``, ``pap``, ``lauc``)
-and the aggregates that are defined over a whole group (``gauc``, ``roc_auc``).
+per-user records over hit positions (``f_beta``, ``mcc``, ``accuracy``, ``partial_auc``,
+``pap``, ``lauc``) and the aggregates that are defined over a whole group (``gauc``,
+``roc_auc``).
 
 Per-user records read the "hits" input kind: ``{pos}`` the positions of the hits in the top K
 (any order: sorted here where the formula needs the hits' order), ``{K}`` = min(k, len(rec)),
@@ -8,12 +9,12 @@ Per-user records read the "hits" input kind: ``{pos}`` the positions of the hits
 rec count once, as everywhere in duckrank: ``duckrank.matching``). Every value is NULL when rec,
 truth or k is NULL; each record says when else.
 
-Where a peer's number needs what a ranked list does not hold (RecTools' MCC the catalogue size,
-Elliot's AUCs the user's candidate items), it is an option the caller gives, which may be a
-column in SQL (``mcc(rec, truth, 10, catalog_size := n_items)``); left out (NULL, its default)
-the value is NULL, never a guess. The peers' ``k`` of the partial AUCs counts negatives, not list
-places: it is the option ``negatives`` here, and the third argument keeps its meaning (the
-cut-off of rec).
+Where a peer's number needs what a ranked list does not hold (RecTools' MCC and Accuracy the
+catalogue size, Elliot's AUCs the user's candidate items), it is an option the caller gives,
+which may be a column in SQL (``mcc(rec, truth, 10, catalog_size := n_items)``); left out
+(NULL, its default) the value is NULL, never a guess. The peers' ``k`` of the partial AUCs counts
+negatives, not list places: it is the option ``negatives`` here, and the third argument keeps its
+meaning (the cut-off of rec).
 """
 
 from __future__ import annotations
@@ -99,17 +100,33 @@ CATALOG_SIZE = Option(
 )
 
 
+# A catalogue smaller than the list and the relevant items it misses gives a negative TN: an
+# error, in both forms with the same text.
+_SMALL_CATALOG = "catalog_size must be at least k plus the relevant items not recommended, got "
+
+
+def _small_catalog_sql(function: str) -> str:
+    """The CASE branch that refuses a negative TN (the kernels' twin: ``_confusion``)."""
+    return (f"WHEN catalog_size::DOUBLE - {{k}} - ({{n}} - len({{pos}})) < 0 THEN "
+            f"error('{function}: {_SMALL_CATALOG}' || catalog_size::VARCHAR) ")
+
+
+def _confusion(function: str, h: Hits, catalog_size: float) -> tuple[np.ndarray, ...]:
+    """RecTools' confusion counts per row (rectools/metrics/classification.py, calc_confusions):
+    TP, FP = k - TP (k, not K), FN = |truth| - TP, TN = catalog_size - k - FN."""
+    tp = h.counts.astype(np.float64)
+    fn = h.n - tp
+    tn = catalog_size - h.k - fn
+    if np.any(h.valid & (h.n > 0) & (tn < 0)):
+        raise ValueError(f"{function}: {_SMALL_CATALOG}{catalog_size!r}")
+    return tp, h.k - tp, fn, tn
+
+
 def _mcc(h: Hits, *, catalog_size: float | None = None) -> np.ndarray:
     check_options("mcc", (CATALOG_SIZE,), {"catalog_size": catalog_size})
     if catalog_size is None:
         return np.full(len(h.K), np.nan)
-    tp = h.counts.astype(np.float64)
-    fp = h.k - tp  # RecTools' FP: k - TP, k not K
-    fn = h.n - tp
-    tn = catalog_size - h.k - fn
-    if np.any(h.valid & (h.n > 0) & (tn < 0)):
-        raise ValueError(f"mcc: catalog_size must be at least k plus the relevant items not "
-                         f"recommended, got {catalog_size!r}")
+    tp, fp, fn, tn = _confusion("mcc", h, catalog_size)
     denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
     value = _quotient(tp * tn - fp * fn, denominator)
     return _valid(h, value, h.n > 0)
@@ -124,10 +141,8 @@ MCC = Metric(
     "(RecTools)",
     undefined="NULL when truth has no item or catalog_size is NULL (not given). An error when "
     "catalog_size is smaller than k + FN (a negative TN).",
-    sql="CASE WHEN {n} = 0 OR catalog_size IS NULL THEN NULL "
-    "WHEN catalog_size::DOUBLE - {k} - ({n} - len({pos})) < 0 THEN error('mcc: catalog_size "
-    "must be at least k plus the relevant items not recommended, got ' || "
-    "catalog_size::VARCHAR) ELSE list_transform([struct_pack(tp := len({pos})::DOUBLE, "
+    sql="CASE WHEN {n} = 0 OR catalog_size IS NULL THEN NULL " + _small_catalog_sql("mcc")
+    + "ELSE list_transform([struct_pack(tp := len({pos})::DOUBLE, "
     "fp := ({k} - len({pos}))::DOUBLE, fn := ({n} - len({pos}))::DOUBLE, tn := "
     "catalog_size::DOUBLE - {k} - ({n} - len({pos})))], lambda c: CASE WHEN (c.tp + c.fp) * "
     "(c.tp + c.fn) * (c.tn + c.fp) * (c.tn + c.fn) = 0 THEN 0.0 ELSE (c.tp * c.tn - c.fp * "
@@ -136,6 +151,35 @@ MCC = Metric(
     options=(CATALOG_SIZE,),
     peers="RecTools' MCC(k) with catalog = the items that could be recommended (FP = k - hits "
     "even when rec is shorter than k, as RecTools counts).",
+    source=RECTOOLS.format("classification"),
+)
+
+
+def _accuracy(h: Hits, *, catalog_size: float | None = None) -> np.ndarray:
+    check_options("accuracy", (CATALOG_SIZE,), {"catalog_size": catalog_size})
+    if catalog_size is None:
+        return np.full(len(h.K), np.nan)
+    tp, _, _, tn = _confusion("accuracy", h, catalog_size)
+    return _valid(h, (tp + tn) / catalog_size, h.n > 0)
+
+
+ACCURACY = Metric(
+    name="accuracy",
+    summary="Accuracy@k (RecTools' Accuracy): the share of the catalogue classified right by "
+    "'recommended in the top k', relevant items recommended plus others not recommended.",
+    formula="(TP + TN) / catalog_size, TP = hits, TN = catalog_size - k - FN, FN = |truth| - "
+    "hits; equal to (catalog_size - k - |truth| + 2 hits) / catalog_size. k, not K: a list "
+    "shorter than k counts its missing places as recommended non-relevant items (RecTools' FP = "
+    "k - TP)",
+    undefined="NULL when truth has no item or catalog_size is NULL (not given). An error when "
+    "catalog_size is smaller than k + FN (a negative TN).",
+    sql="CASE WHEN {n} = 0 OR catalog_size IS NULL THEN NULL " + _small_catalog_sql("accuracy")
+    + "ELSE (catalog_size::DOUBLE - {k} - {n} + 2 * len({pos})) / catalog_size::DOUBLE END",
+    kernel=_accuracy,
+    options=(CATALOG_SIZE,),
+    peers="RecTools' Accuracy(k) with catalog = the items that could be recommended; its users "
+    "are those of its interactions (truth), so an empty truth is NULL here. Not ir_measures' "
+    "Accuracy, which is the AUC of the top K (auc).",
     source=RECTOOLS.format("classification"),
 )
 
@@ -319,7 +363,7 @@ LAUC = Metric(
     "'Setting goals and choosing metrics for recommender system evaluations', UCERSTI 2011",
 )
 
-METRICS = (F_BETA, MCC, PARTIAL_AUC, PAP, LAUC)
+METRICS = (F_BETA, MCC, ACCURACY, PARTIAL_AUC, PAP, LAUC)
 
 
 # --- aggregates: GAUC and ROC AUC over scores -----------------------------------------------------

@@ -11,6 +11,7 @@ definitions in duckrank/matching/ and the records' formulas, not from the code u
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 
@@ -40,6 +41,8 @@ def reference(rec: list | None, truth: list | None, k: int | None) -> dict[str, 
     h = len(positions)
     ideal = sum(1 / math.log2(i + 1) for i in range(1, min(k, n) + 1))
     below = sum((K - p) - (h - j) for j, p in enumerate(positions, start=1))
+    # hits in the top i, for every cut-off i = 1..k (Elliot's MAP and MAR average over them)
+    hits_at = [bisect.bisect_right(positions, i) for i in range(1, k + 1)]
     return {
         "precision_at": None if K == 0 else h / K,
         "recall_at": None if n == 0 else h / n,
@@ -50,6 +53,9 @@ def reference(rec: list | None, truth: list | None, k: int | None) -> dict[str, 
         "ndcg": None if n == 0 else (
             sum(1 / math.log2(p + 1) for p in positions) / ideal if h else 0.0),
         "auc": None if h in (0, K) else below / (h * (K - h)),
+        "mean_precision_at": None if n == 0 or k == 0 else math.fsum(
+            hits / i for i, hits in enumerate(hits_at, start=1)) / k,
+        "mean_recall_at": None if n == 0 or k == 0 else sum(hits_at) / (k * n),
     }
 
 

@@ -3,7 +3,7 @@
 Where the expected values come from:
 
 * ``HAND``: hand calculations, written out beside each case (always run);
-* RecTools 0.19.0 (F1Beta, MCC, PartialAUC, PAP, the last two with insufficient_handling
+* RecTools 0.19.0 (F1Beta, MCC, Accuracy, PartialAUC, PAP, the last two with insufficient_handling
   'exclude' and 'raise' too), on generated data with empty truths, users without hits, hits
   past the cut-off and lists shorter than k: ``test_rectools_live`` runs it
   where rectools is importable (it is not in duckrank's venv: it pins numpy < 2), and its means
@@ -45,6 +45,14 @@ HAND = [
     ("mcc({rec}, {truth}, 4, catalog_size := 10)", [1, 2, 3, 4], [2, 9], 2 / math.sqrt(384)),
     # every item recommended and relevant: TP 2, FP 0, FN 0, TN 0: denominator 0 -> 0 (RecTools)
     ("mcc({rec}, {truth}, 2, catalog_size := 2)", [1, 2], [1, 2], 0.0),
+    # RecTools' Accuracy: TP 1, TN 10 - 4 - 1 = 5: (1 + 5) / 10
+    ("accuracy({rec}, {truth}, 4, catalog_size := 10)", [1, 2, 3, 4], [2, 9], 0.6),
+    # a list of 2 for k 4: FP = k - TP = 3 all the same (RecTools), so the same (1 + 5) / 10
+    ("accuracy({rec}, {truth}, 4, catalog_size := 10)", [1, 2], [2, 9], 0.6),
+    # no hit: TP 0, FN 2, TN 10 - 3 - 2 = 5: 5 / 10; every item right: (2 + 0) / 2
+    ("accuracy({rec}, {truth}, 3, catalog_size := 10)", [1, 3, 4], [2, 9], 0.5),
+    ("accuracy({rec}, {truth}, 2, catalog_size := 2)", [1, 2], [1, 2], 1.0),
+    ("accuracy({rec}, {truth}, 2, catalog_size := 10)", [1, 2], [], None),  # no relevant item
     # hits at 2 (1 miss above) and 5 (3 misses above), N = 2: (max(2 - 1, 0) + 0) / (2 * 2)
     ("partial_auc({rec}, {truth}, negatives := 2)", [1, 2, 3, 4, 9], [2, 9], 0.25),
     # N = 4: ((4 - 1) + (4 - 3)) / (2 * 4)
@@ -129,14 +137,15 @@ def test_kernels_give_the_hand_values(call, rec, truth, expected):
 
 
 @pytest.mark.parametrize("call", [
-    "mcc([1, 2], [1], 2)", "partial_auc([1, 2], [1])", "pap([1, 2], [1])", "lauc([1, 2], [1])",
+    "mcc([1, 2], [1], 2)", "accuracy([1, 2], [1], 2)", "partial_auc([1, 2], [1])",
+    "pap([1, 2], [1])", "lauc([1, 2], [1])",
 ])
 def test_a_missing_count_gives_null_and_a_bad_one_an_error(con, call):
     # the count a peer needs and a list does not hold (catalog_size, negatives, candidates):
     # NULL by default, documented; 0 is refused with the option's name
     assert con.sql(f"select {call}").fetchall() == [(None,)]
-    option = {"mcc": "catalog_size", "partial_auc": "negatives", "pap": "negatives",
-              "lauc": "candidates"}[call.split("(")[0]]
+    option = {"mcc": "catalog_size", "accuracy": "catalog_size", "partial_auc": "negatives",
+              "pap": "negatives", "lauc": "candidates"}[call.split("(")[0]]
     with pytest.raises(Exception, match=f"{option} must be a finite number >= 1 or NULL, got 0"):
         con.sql(f"select {call[:-1]}, {option} := 0)").fetchall()
 
@@ -177,6 +186,12 @@ def test_exclude_leaves_the_user_out_of_avg(con):
 def test_inconsistent_counts_are_errors(con):
     with pytest.raises(Exception, match="mcc: catalog_size must be at least"):
         con.sql("select mcc([1, 2, 3], [1, 7, 8], 3, catalog_size := 3)").fetchall()
+    # TN = 4 - 3 - 2 < 0, in SQL and in the kernel
+    with pytest.raises(Exception, match="accuracy: catalog_size must be at least k plus the "
+                       "relevant items not recommended, got 4"):
+        con.sql("select accuracy([1, 2, 3], [1, 7, 8], 3, catalog_size := 4)").fetchall()
+    with pytest.raises(ValueError, match="accuracy: catalog_size must be at least"):
+        _kernel_value("accuracy", [1, 2, 3], [1, 7, 8], 3, {"catalog_size": 4})
     with pytest.raises(Exception, match="lauc: candidates must be at least the relevant items"):
         con.sql("select lauc([1, 2], [1, 7, 8], candidates := 2)").fetchall()
     with pytest.raises(Exception, match="f_beta: beta must be a finite number > 0, got 0"):
@@ -273,6 +288,7 @@ RECTOOLS_CASES = [
     ("F1Beta", {"k": 5}, "f_beta(rec, truth, 5)"),
     ("F1Beta", {"k": 5, "beta": 2.0}, "f_beta(rec, truth, 5, beta := 2)"),
     ("MCC", {"k": 5}, f"mcc(rec, truth, 5, catalog_size := {CATALOG})"),
+    ("Accuracy", {"k": 5}, f"accuracy(rec, truth, 5, catalog_size := {CATALOG})"),
     ("PartialAUC", {"k": 3}, "partial_auc(rec, truth, negatives := 3)"),
     ("PAP", {"k": 3}, "pap(rec, truth, negatives := 3)"),
     ("PartialAUC", {"k": 3, "insufficient_handling": "exclude"},
@@ -285,6 +301,7 @@ RECTOOLS_MEANS = {
     ("F1Beta", (("k", 5),)): 0.10097939885173927,
     ("F1Beta", (("k", 5), ("beta", 2.0))): 0.11358617741596465,
     ("MCC", (("k", 5),)): -0.036772163667278736,
+    ("Accuracy", (("k", 5),)): 0.7375886524822695,  # produced on 2026-11-29, the same way
     ("PartialAUC", (("k", 3),)): 0.0729483282674772,
     ("PAP", (("k", 3),)): 0.10047281323877069,
     ("PartialAUC", (("k", 3), ("insufficient_handling", "exclude"))): 0.09795918367346938,
@@ -343,7 +360,7 @@ def test_rectools_live_raises(metric):
 def test_rectools_live(con, metric, params, call):
     metrics, reco, interactions = rectools_frames()
     peer = getattr(metrics, metric)(**params)
-    if metric == "MCC":
+    if metric in ("MCC", "Accuracy"):  # its ClassificationMetric: the catalogue is given
         theirs = peer.calc_per_user(reco, interactions, list(range(1, CATALOG + 1)))
     else:
         theirs = peer.calc_per_user(reco, interactions)

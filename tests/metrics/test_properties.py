@@ -15,6 +15,8 @@ the list, NULL k, ids of several types, and a few lists of thousands of items. T
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 import random
 import uuid
@@ -278,10 +280,35 @@ def ref_binary_ndcg(m: Matched, discount_name: str = "log2", base: float = 2) ->
     return dcg / ideal
 
 
+@functools.cache
+def harmonic(m: int) -> float:
+    """H(m) = 1 + 1/2 + ... + 1/m, summed exactly rounded (math.fsum)."""
+    return math.fsum(1 / i for i in range(1, m + 1))
+
+
+def ref_mean_precision_at(m: Matched) -> float | None:
+    """Elliot's MAP (elliot/evaluation/metrics/accuracy/map/map.py): the mean over i = 1..k of
+    hits(i) / i, hits(i) the hits in the top i. Past the top K every top i holds all the hits:
+    that tail is hits x (H(k) - H(K)), so that k = 10^6 is not a loop per row."""
+    if m.n == 0 or m.k == 0:
+        return None
+    inside = math.fsum(bisect.bisect_right(m.positions, i) / i for i in range(1, m.K + 1))
+    return (inside + len(m.positions) * (harmonic(m.k) - harmonic(m.K))) / m.k
+
+
+def ref_mean_recall_at(m: Matched) -> float | None:
+    """Elliot's MAR (accuracy/mar/mar.py): the mean over i = 1..k of hits(i) / |truth|."""
+    if m.n == 0 or m.k == 0:
+        return None
+    inside = sum(bisect.bisect_right(m.positions, i) for i in range(1, m.K + 1))
+    return (inside + len(m.positions) * (m.k - m.K)) / (m.k * m.n)
+
+
 BINARY_REFERENCES: dict[str, Callable] = {
     "precision_at": ref_precision_at, "recall_at": ref_recall_at,
     "average_precision": ref_average_precision, "mrr": ref_mrr, "hitrate": ref_hitrate,
-    "auc": ref_auc, "ndcg": ref_binary_ndcg,
+    "auc": ref_auc, "ndcg": ref_binary_ndcg, "mean_precision_at": ref_mean_precision_at,
+    "mean_recall_at": ref_mean_recall_at,
 }
 
 

@@ -90,6 +90,15 @@ def _flag(fn: str, name: str) -> str:
             f"NULL') ELSE {name}::BOOLEAN END")
 
 
+def _choice(fn: str, name: str, values: tuple[str, ...]) -> str:
+    """The value of an option that takes one of ``values`` (text), an error otherwise (a CASE
+    would read a misspelling as the default form in silence)."""
+    listed = ", ".join(f"''{v}''" for v in values[:-1]) + f" or ''{values[-1]}''"
+    return (f"CASE WHEN {name} IN ({', '.join(repr(v) for v in values)}) THEN {name} "
+            f"ELSE error('{fn}: {name} must be {listed}, got ' || coalesce({name}::VARCHAR, "
+            "'NULL')) END")
+
+
 def _lists_sql(fn: str) -> str:
     """One row per row of recs, read as it is (no unnesting): ``"user"``, ``top`` (its top k;
     NULL for a NULL list) and ``kk`` (k, checked). The list is sliced a level up: DuckDB 1.4 and

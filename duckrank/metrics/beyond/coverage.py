@@ -20,6 +20,7 @@ from duckrank.metrics.beyond.common import (
     Lists,
     Parameter,
     _catalog_size,
+    _choice,
     _discounted_exposure,
     _exposure_counts,
     _flag,
@@ -34,24 +35,39 @@ from duckrank.metrics.beyond.common import (
 # --- kernels (plain Python/numpy over dicts of lists: the independent check) -----------------
 
 
-def catalog_coverage_kernel(recs: Lists, k: int, catalog_size: int) -> float:
-    return len(_exposure_counts(recs, k)) / catalog_size
+def catalog_coverage_kernel(recs: Lists, k: int, catalog_size: int | None = None,
+                            normalize: bool = True,
+                            in_catalog: Iterable[Hashable] | None = None) -> float:
+    """``in_catalog``: the catalogue's items, when only those recommended items count (the
+    catalogue size is then their number)."""
+    items = set(_exposure_counts(recs, k))
+    if in_catalog is not None:
+        catalog = set(in_catalog) - {None}
+        items, catalog_size = items & catalog, len(catalog)
+    return len(items) / catalog_size if normalize else float(len(items))
 
 
 def exposure_entropy_kernel(recs: Lists, k: int, discount: str = "none",
-                            persistence: float = DEFAULT_PERSISTENCE) -> float:
+                            persistence: float = DEFAULT_PERSISTENCE, unit: str = "bits",
+                            per_item: bool = False) -> float:
     counts = np.array(list(_weighted_exposure_counts(recs, k, discount, persistence).values()),
                       dtype=np.float64)
     p = counts / counts.sum()
-    return float(-(p * np.log2(p)).sum())
+    entropy = float(-(p * (np.log(p) if unit == "nats" else np.log2(p))).sum())
+    return entropy / len(counts) if per_item else entropy
 
 
 def exposure_gini_kernel(recs: Lists, k: int, catalog_size: int, discount: str = "none",
-                         persistence: float = DEFAULT_PERSISTENCE) -> float:
+                         persistence: float = DEFAULT_PERSISTENCE, denominator: str = "n",
+                         complement: bool = False) -> float | None:
     counts = list(_weighted_exposure_counts(recs, k, discount, persistence).values())
     x = np.sort(np.array(counts + [0] * (catalog_size - len(counts)), dtype=np.float64))
     ranks = np.arange(1, catalog_size + 1)
-    return float(((2 * ranks - catalog_size - 1) * x).sum() / (catalog_size * x.sum()))
+    scale = catalog_size - 1 if denominator == "n_minus_1" else catalog_size
+    if scale == 0:
+        return None
+    gini = float(((2 * ranks - catalog_size - 1) * x).sum() / (scale * x.sum()))
+    return 1 - gini if complement else gini
 
 
 def _items(top: list) -> list:
@@ -60,9 +76,11 @@ def _items(top: list) -> list:
 
 
 def user_coverage_kernel(recs: Lists, k: int, test_users: Iterable[Hashable] | None = None,
-                         full: bool = False) -> tuple[float | None, int, int]:
+                         full: bool = False, normalize: bool = True
+                         ) -> tuple[float | None, int, int]:
     """(share, covered users, users): users are those of ``test_users`` when given, else of
-    recs; covered when its top k holds an item (``full``: k items)."""
+    recs; covered when its top k holds an item (``full``: k items). ``normalize`` false: the
+    first value is the covered users too."""
     users = set(recs) if test_users is None else set(test_users) - {None}
     need = k if full else 1
 
@@ -71,6 +89,8 @@ def user_coverage_kernel(recs: Lists, k: int, test_users: Iterable[Hashable] | N
         return top is not None and len(_items(list(top)[:k])) >= need
 
     count = sum(covered(u) for u in users)
+    if not normalize:
+        return float(count), count, len(users)
     return (count / len(users) if users else None), count, len(users)
 
 
@@ -102,22 +122,45 @@ def unrepeated_reco_kernel(recs: Lists, k: int, deep: bool = False
 _SOURCE_SHANI = ("Shani and Gunawardana, 'Evaluating Recommendation Systems', Recommender "
                  "Systems Handbook (2011), section 'Coverage'")
 
+# catalog_coverage's options: RecTools' normalize=False (a count, no catalogue needed) and
+# RePlay's Coverage (only the recommended items of the catalogue count).
+_NORMALIZE_SHARE = Parameter("normalize", "true: the share of the catalogue; false: the count "
+                             "(see formula)", "true")
+_IN_CATALOG = Parameter("in_catalog", "true: count only the recommended items that are in the "
+                        "catalog table", "false")
+
 CATALOG_COVERAGE = BeyondMetric(
     name="catalog_coverage",
     kind="catalogue",
     summary="Catalogue coverage: the share of the catalogue that appears in some user's top k.",
-    formula="|distinct items in the top k of all users| / catalogue size",
-    undefined="NULL when the catalogue is empty.",
+    formula="|R| / catalogue size, R = the distinct items in the top k of all users (in_catalog "
+    ":= true: those of them in the catalog table); normalize := false: |R|",
+    undefined="NULL when the catalogue is empty (normalize := true). An error when in_catalog "
+    "is true and `catalog` (a table) is not given.",
     conventions="The catalogue size is `catalog_size`, or the number of distinct non-NULL "
-    "`item_col` values of the table named by `catalog` (exactly one of the two). Every "
-    "recommended item counts, also one outside the catalogue (the value can then exceed 1).",
-    peers="RecTools CatalogCoverage(k, normalize=True) with its catalog; Microsoft Recommenders "
-    "catalog_coverage with catalog := its train table (it takes no k: cut the lists first); "
-    "RePlay Coverage counts only recommended items that are in its train table.",
+    "`item_col` values of the table named by `catalog` (exactly one of the two; neither is "
+    "needed with normalize := false unless in_catalog is true). Every recommended item counts, "
+    "also one outside the catalogue (the value can then exceed 1), unless in_catalog := true.",
+    peers="RecTools CatalogCoverage(k, normalize=True) with its catalog; its default "
+    "normalize=False and Elliot ItemCoverage (its cutoff) are normalize := false (counts, from "
+    "their source). Microsoft Recommenders catalog_coverage with catalog := its train table (it "
+    "takes no k: cut the lists first); RePlay Coverage(k) is in_catalog := true with catalog := "
+    "its train table (its docstring example, from its source).",
     source=_SOURCE_SHANI,
-    parameters=(_RECS, _K, *_CATALOG, _USER, _REC, _ITEM),
-    sql=f"SELECT count(DISTINCT item) / nullif({_catalog_size('catalog_coverage')}, 0) "
-    f"AS catalog_coverage FROM {_recommended('catalog_coverage')}",
+    parameters=(_RECS, _K, *_CATALOG, _NORMALIZE_SHARE, _IN_CATALOG, _USER, _REC, _ITEM),
+    # One branch reads the catalogue, the other not: the constant option plans the other away,
+    # so the default form costs no join. The size is read only under normalize, so a count
+    # needs no catalogue.
+    sql="WITH x AS (SELECT item FROM "
+    f"{_recommended('catalog_coverage')} WHERE NOT {_flag('catalog_coverage', 'in_catalog')} "
+    f"UNION ALL SELECT item FROM {_recommended('catalog_coverage')} WHERE in_catalog AND item "
+    f"IN (SELECT c FROM {_CATALOG_ITEMS}))\n"
+    "SELECT CASE WHEN in_catalog AND catalog IS NULL THEN error('catalog_coverage: in_catalog "
+    ":= true counts the items of the catalog table; give catalog (a table name), got catalog "
+    "NULL') WHEN "
+    f"{_flag('catalog_coverage', 'normalize')} THEN count(DISTINCT item) / "
+    f"nullif({_catalog_size('catalog_coverage')}, 0) ELSE count(DISTINCT item)::DOUBLE END "
+    "AS catalog_coverage FROM x",
     kernel=catalog_coverage_kernel,
 )
 
@@ -128,39 +171,72 @@ EXPOSURE_ENTROPY = BeyondMetric(
     "recommended.",
     formula="-sum over recommended items i of p(i) log2 p(i), p(i) = e(i) / sum_j e(j), e(i) = "
     "the sum over the top-k positions (rank r) holding i of w(r), w the discount (1 by default: "
-    "e(i) = the top-k lists holding i)",
+    "e(i) = the top-k lists holding i); unit := 'nats': ln for log2; per_item := true: "
+    "divided by the number of distinct items recommended",
     undefined="NULL when no list holds an item.",
-    conventions="Log base 2. Items never recommended have p = 0 and add nothing, so no catalogue "
-    "is needed; the maximum is log2(catalogue size). discount := 'log' or 'rbp' weighs each "
-    "appearance by its rank as ndcg or rbp do (rank-weighted exposure).",
+    conventions="Log base 2 (unit := 'bits'); unit := 'nats' takes the natural log (the bits "
+    "x ln 2). Items never recommended have p = 0 and add nothing, so no catalogue is needed; "
+    "the maximum is log2(catalogue size). per_item := true divides the entropy by the number "
+    "of distinct items recommended. discount := 'log' or 'rbp' weighs each appearance by its "
+    "rank as ndcg or rbp do (rank-weighted exposure).",
     peers="Microsoft Recommenders distributional_coverage (log2; it takes no k: cut the lists "
-    "first).",
+    "first). RecBole shannonentropy@k is unit := 'nats', per_item := true when every list "
+    "holds k items (it divides the counts by users x k), from its source "
+    "(recbole/evaluator/metrics.py).",
     source=_SOURCE_SHANI + ", eq. (21)",
-    parameters=(_RECS, _K, *discount_parameters("none"), _USER, _REC),
-    sql="SELECT sum(n * (log2(t) - log2(n))) / any_value(t) AS exposure_entropy "
+    parameters=(_RECS, _K, *discount_parameters("none"),
+                Parameter("unit", "'bits' (log2) or 'nats' (natural log)", "'bits'"),
+                Parameter("per_item", "true: divided by the number of distinct items "
+                          "recommended", "false"), _USER, _REC),
+    sql="SELECT sum(n * (log2(t) - log2(n))) / any_value(t) * CASE WHEN "
+    f"{_choice('exposure_entropy', 'unit', ('bits', 'nats'))} = 'nats' THEN ln(2) ELSE 1 END "
+    f"/ CASE WHEN {_flag('exposure_entropy', 'per_item')} THEN count(*) ELSE 1 END "
+    "AS exposure_entropy "
     f"FROM (SELECT n, sum(n) OVER () AS t FROM {_discounted_exposure('exposure_entropy')})",
     kernel=exposure_entropy_kernel,
 )
+
+# The Gini index over e (n, r, d, size: the exposures ranked, the distinct items and N).
+_GINI = (
+    "sum((2 * (size - d + r) - size - 1) * n) / (CASE WHEN "
+    f"{_choice('exposure_gini', 'denominator', ('n', 'n_minus_1'))} = 'n_minus_1' THEN "
+    "nullif(max(size) - 1, 0) ELSE max(size) END * sum(n))"
+)
+
+
+def _complemented(fn: str, value: str) -> str:
+    """SQL of ``value``, or 1 - it when the complement option is true."""
+    return f"CASE WHEN {_flag(fn, 'complement')} THEN 1 - {value} ELSE {value} END"
+
 
 EXPOSURE_GINI = BeyondMetric(
     name="exposure_gini",
     kind="catalogue",
     summary="Gini index of how often each catalogue item is recommended (0: evenly; near 1: a "
     "few items get all exposure).",
-    formula="sum over j = 1..N of (2j - N - 1) x_(j) / (N sum x), x_(1) <= ... <= x_(N) the "
-    "exposures of the N catalogue items (items never recommended count as 0)",
+    formula="G = sum over j = 1..N of (2j - N - 1) x_(j) / (D sum x), x_(1) <= ... <= x_(N) "
+    "the exposures of the N catalogue items (items never recommended count as 0), D = N "
+    "(denominator := 'n_minus_1': N - 1); complement := true: 1 - G",
     undefined="NULL when no list holds an item; an error when more distinct items were "
     "recommended than the catalogue holds, or, with `catalog` a table, when a recommended item "
     "is not in it (the formula counts the catalogue's items only).",
-    conventions="Divides by N (the StatsDirect form LensKit uses), not N - 1 (Shani and "
-    "Gunawardana): multiply by N / (N - 1) for that one. Each appearance in a top k counts 1 "
-    "by default; discount := 'log' or 'rbp' counts w(rank) instead (rank-weighted exposure).",
+    conventions="Divides by N (denominator := 'n', the StatsDirect form LensKit uses); "
+    "denominator := 'n_minus_1' divides by N - 1 (Shani and Gunawardana), which is NULL for "
+    "N = 1. complement := true gives 1 - the value (1: even exposure). Each appearance in a "
+    "top k counts 1 by default; discount := 'log' or 'rbp' counts w(rank) instead "
+    "(rank-weighted exposure).",
     peers="LensKit's ListGini (lenskit.stats.gini of the number of lists holding each item of "
     "its vocabulary) is this value, from its source; its ExposureGini (default weight "
     "GeometricRankWeight(0.85)) is discount := 'rbp' (persistence 0.85, the default). Not "
-    "compared by running LensKit (it pulls torch; hand calculations from its source).",
+    "compared by running LensKit (it pulls torch; hand calculations from its source). Elliot "
+    "Gini is denominator := 'n_minus_1', complement := true with its num_items as the "
+    "catalogue (elliot/evaluation/metrics/diversity/gini_index, from its source).",
     source=_SOURCE_SHANI + ", Gini index",
-    parameters=(_RECS, _K, *_CATALOG, *discount_parameters("none"), _USER, _REC, _ITEM),
+    parameters=(_RECS, _K, *_CATALOG, *discount_parameters("none"),
+                Parameter("denominator", "'n' (N, the catalogue size) or 'n_minus_1' (N - 1)",
+                          "'n'"),
+                Parameter("complement", "true: 1 - the Gini index", "false"), _USER, _REC,
+                _ITEM),
     # An item outside a named catalogue would take the place of a catalogue item counted 0:
     # a wrong number in silence, so it is refused (a catalogue given by size cannot be checked).
     sql=f"WITH x AS (FROM {_discounted_exposure('exposure_gini')}),\n"
@@ -173,8 +249,7 @@ EXPOSURE_GINI = BeyondMetric(
     "(catalog)') "
     "WHEN max(d) > max(size) THEN error('exposure_gini: ' || max(d) || ' distinct "
     "items were recommended, more than the catalogue size ' || max(size)::BIGINT) "
-    "ELSE sum((2 * (size - d + r) - size - 1) * n) / (max(size) * sum(n)) END AS exposure_gini "
-    "FROM e",
+    f"ELSE {_complemented('exposure_gini', _GINI)} END AS exposure_gini FROM e",
     kernel=exposure_gini_kernel,
 )
 
@@ -196,17 +271,20 @@ USER_COVERAGE = BeyondMetric(
     name="user_coverage",
     kind="catalogue",
     summary="User coverage: the share of users whose top k holds an item (with full_lists := true: "
-    "k items).",
+    "k items); normalize := false: their number.",
     formula="|{u in U : top k of u holds at least one item (full_lists: k items)}| / |U|, U the "
-    "distinct non-NULL user_col values of `test` when given, else the distinct users of recs",
-    undefined="NULL when U is empty.",
-    conventions="Gives three columns: `user_coverage` (the share), `covered_users` (the count "
-    "above the line) and `users` (|U|). A user of `test` without a row in recs, or with a NULL "
+    "distinct non-NULL user_col values of `test` when given, else the distinct users of recs; "
+    "normalize := false: the numerator alone",
+    undefined="NULL when U is empty (normalize := false: 0).",
+    conventions="Gives three columns: `user_coverage` (the share; with normalize := false the "
+    "count, so that a request gives it), `covered_users` (the count above the line) and `users` "
+    "(|U|). A user of `test` without a row in recs, or with a NULL "
     "or empty list, is not covered; a user with several rows in recs is covered when one of "
     "them is. NULL elements are not items (full_lists needs k non-NULL items in rec[1:k]).",
-    peers="Elliot UserCoverage is `covered_users` (any k; its lists are never cut below one "
-    "item) and UserCoverageAtN is `covered_users` with full_lists := true at its cutoff (counts, "
-    "from its source); RecTools CoveredUsers(k).calc(reco, interactions) is `user_coverage` "
+    peers="Elliot UserCoverage is `covered_users`, i.e. normalize := false (any k; its lists "
+    "are never cut below one item: it counts the users with a non-empty list) and "
+    "UserCoverageAtN is `covered_users` with full_lists := true at its cutoff (counts, from its "
+    "source); RecTools CoveredUsers(k).calc(reco, interactions) is `user_coverage` "
     "with test := the interactions table, to 1e-12.",
     source="Ge, Delgado-Battenfeld and Jannach, 'Beyond accuracy: evaluating recommender "
     "systems by coverage and serendipity' (RecSys 2010), prediction coverage over users; "
@@ -215,6 +293,8 @@ USER_COVERAGE = BeyondMetric(
                                      "users to cover (e.g. the test interactions)", "NULL"),
                 Parameter("full_lists", "false: covered with one item; true: with k items",
                           "false"),
+                Parameter("normalize", "true: user_coverage is the share; false: the count",
+                          "true"),
                 _USER, _REC),
     # The covered users as a set probed by IN (a mark join), not a GROUP BY of recs joined to
     # the users: 0.17 s against 0.42 s at 1,000,000 users and 5,000,000 test rows.
@@ -223,7 +303,8 @@ USER_COVERAGE = BeyondMetric(
     f"{_flag('user_coverage', 'full_lists')} THEN kk ELSE 1 END, false)),\n"
     "u AS (SELECT DISTINCT \"user\" AS u FROM l WHERE test IS NULL AND \"user\" IS NOT NULL "
     f"UNION ALL SELECT DISTINCT u FROM {_TEST_USERS} WHERE test IS NOT NULL AND u IS NOT NULL)\n"
-    "SELECT covered / nullif(users, 0) AS user_coverage, covered AS covered_users, users FROM "
+    f"SELECT CASE WHEN {_flag('user_coverage', 'normalize')} THEN covered / nullif(users, 0) "
+    "ELSE covered::DOUBLE END AS user_coverage, covered AS covered_users, users FROM "
     "(SELECT count(*) FILTER (WHERE m) AS covered, count(*) AS users FROM (SELECT u IN "
     "(SELECT \"user\" FROM c) AS m FROM u))",
     kernel=user_coverage_kernel,

@@ -23,6 +23,7 @@ from duckrank.metrics.beyond.common import (
     Lists,
     Parameter,
     _catalog_size,
+    _choice,
     _column,
     _discounted_mean,
     _per_user,
@@ -49,16 +50,27 @@ def arp_kernel(recs: Lists, k: int, train: Iterable[tuple[Hashable, Hashable]],
 
 def self_information_kernel(recs: Lists, k: int, train: Iterable[tuple[Hashable, Hashable]],
                             normalize: bool = False, discount: str = "none",
-                            persistence: float = DEFAULT_PERSISTENCE
+                            persistence: float = DEFAULT_PERSISTENCE, popularity: str = "users"
                             ) -> dict[Hashable, float | None]:
-    pairs = set(train)
-    n_users = len({u for u, _ in pairs})
-    users = Counter(i for _, i in pairs)
-    scale = math.log2(n_users) if normalize else 1.0
+    rows = list(train)
+    if popularity == "interactions":
+        # Microsoft Recommenders' novelty: an item absent from train adds 0.
+        counts = Counter(i for _, i in rows if i is not None)
+        total = sum(counts.values())
+
+        def novelty(i: Hashable) -> float:
+            return -math.log2(counts[i] / total) if i in counts else 0.0
+    else:
+        pairs = set(rows)
+        total = len({u for u, _ in pairs})
+        users = Counter(i for _, i in pairs)
+
+        def novelty(i: Hashable) -> float:
+            return -math.log2(max(users[i], 1) / total)
+    scale = math.log2(total) if normalize else 1.0
     if scale == 0:
         return {u: None for u in recs}
-    return _discounted_mean(recs, k, lambda i: -math.log2(max(users[i], 1) / n_users) / scale,
-                            discount, persistence)
+    return _discounted_mean(recs, k, lambda i: novelty(i) / scale, discount, persistence)
 
 
 def _expected_novelty(recs: Lists, truths: dict, k: int, novelty: Callable[[Hashable], float],
@@ -107,8 +119,16 @@ def efd_kernel(recs: Lists, truths: dict, k: int, train: Iterable[tuple[Hashable
 
 
 def long_tail_share_kernel(recs: Lists, k: int, train: Iterable[tuple[Hashable, Hashable]],
-                           head_share: float = 0.2) -> dict[Hashable, float | None]:
+                           head_share: float = 0.2, tail_ratio: float | None = None
+                           ) -> dict[Hashable, float | None]:
     counts = Counter(i for _, i in train)
+    if tail_ratio is not None:
+        # RecBole's TailPercentage.get_tail: a count threshold above 1, else the least popular
+        # share (ties by item id), at least one item; untrained items are not in its counts.
+        ranked = sorted((n, i) for i, n in counts.items() if i is not None)
+        tail = ({i for n, i in ranked if n <= tail_ratio} if tail_ratio > 1 else
+                {i for _, i in ranked[:max(int(len(ranked) * tail_ratio), 1)]})
+        return _per_user(recs, k, lambda items: float(np.mean([i in tail for i in items])))
     m = len(counts)
     head = {i for i, n in counts.items()
             if sum(1 for other in counts.values() if other > n) < head_share * m}
@@ -165,34 +185,48 @@ ARP = BeyondMetric(
     kernel=arp_kernel,
 )
 
+_POPULARITY = _choice("self_information", "popularity", ("users", "interactions"))
+
 SELF_INFORMATION = BeyondMetric(
     name="self_information",
     kind="per_user",
     summary="Novelty as mean self-information (mean inverse user frequency) of a user's top k.",
     formula="sum over the items i of the top k (rank r) of w(r) (-log2(users(i) / N)) / sum of "
     "w(r), users(i) = distinct training users of i, N = distinct training users, w the discount "
-    "(1 by default: the mean); with normalize := true, divided by log2(N)",
+    "(1 by default: the mean); with normalize := true, divided by log2(N). popularity := "
+    "'interactions': users(i) is the training interactions with i and N all training "
+    "interactions (rows of train with an item)",
     undefined="NULL for a user whose top k is empty, and with normalize := true when N = 1.",
     conventions="Log base 2. An item absent from train counts as seen by one user (RecTools' "
-    "and RePlay's rule), so its novelty is log2(N), the largest. Mean over the items present in "
-    "the top k; discount := 'log' or 'rbp' weighs rank r as ndcg or rbp do.",
+    "and RePlay's rule), so its novelty is log2(N), the largest; with popularity := "
+    "'interactions' its novelty is 0 (Microsoft Recommenders' rule). Mean over the items "
+    "present in the top k; discount := 'log' or 'rbp' weighs rank r as ndcg or rbp do.",
     peers="RecTools MeanInvUserFreq(k) per user, to 1e-12. RePlay Surprisal(k) equals "
     "normalize := true when every list has at least k items (RePlay divides by k). Microsoft "
-    "Recommenders novelty uses interactions / all interactions (not users / users), gives cold "
-    "items 0 and averages over all recommendations: a different number.",
+    "Recommenders novelty is popularity := 'interactions' averaged over the users when every "
+    "list holds k items (it averages over all recommendations, and takes no k: cut the lists "
+    "first), from its source (recommenders/evaluation/python_evaluation.py).",
     source="Zhou et al., 'Solving the apparent diversity-accuracy dilemma of recommender "
     "systems' (PNAS 2010), novelty as self-information",
-    parameters=(_RECS, _TRAIN, _K, _NORMALIZE, *discount_parameters("none"), _USER, _REC,
-                _ITEM),
+    parameters=(_RECS, _TRAIN, _K, _NORMALIZE, *discount_parameters("none"),
+                Parameter("popularity", "'users' (distinct training users of the item) or "
+                          "'interactions' (its training interactions)", "'users'"), _USER,
+                _REC, _ITEM),
     # users(i) counts the distinct (user, item) pairs per item: one hash set of the pairs
     # instead of a count(DISTINCT) per item, which held a set per item (3x the peak memory at
-    # 100,000 users x 500,000 interactions: 63 MB against 21 MB, same time).
+    # 100,000 users x 500,000 interactions: 63 MB against 21 MB, same time). The constant
+    # popularity option plans the other branch of users away.
     sql=f"WITH tr AS (SELECT {_column('user_col')} AS u, {_column('item_col')} AS item "
     "FROM query_table(train)),\n"
     "users AS (SELECT item, count(u)::DOUBLE AS n FROM (SELECT DISTINCT u, item FROM tr) "
-    "WHERE item IS NOT NULL GROUP BY item),\n"
-    "total AS (SELECT count(DISTINCT u)::DOUBLE AS n FROM tr)\n"
-    "SELECT t.\"user\", sum(t.w * -log2(coalesce(s.n, 1) / (SELECT n FROM total))) / sum(t.w) / "
+    f"WHERE {_POPULARITY} = 'users' AND item IS NOT NULL GROUP BY item UNION ALL SELECT item, "
+    "count(*)::DOUBLE FROM tr WHERE popularity = 'interactions' AND item IS NOT NULL GROUP BY "
+    "item),\n"
+    "total AS (SELECT (CASE WHEN popularity = 'interactions' THEN count(item) ELSE "
+    "count(DISTINCT u) END)::DOUBLE AS n FROM tr)\n"
+    "SELECT t.\"user\", sum(t.w * CASE WHEN popularity = 'interactions' THEN "
+    "coalesce(-log2(s.n / (SELECT n FROM total)), 0) ELSE -log2(coalesce(s.n, 1) / (SELECT n "
+    "FROM total)) END) / sum(t.w) / "
     "CASE WHEN normalize THEN nullif(log2((SELECT n FROM total)), 0) ELSE 1 END "
     "AS self_information\n"
     f"FROM {_weighted_top('self_information')} t LEFT JOIN users s ON t.item = s.item "
@@ -294,30 +328,57 @@ def _expected(name: str, graded: bool) -> BeyondMetric:
 EPC, EFD = _expected("epc", graded=False), _expected("efd", graded=False)
 EXTENDED_EPC, EXTENDED_EFD = _expected("epc", graded=True), _expected("efd", graded=True)
 
+# RecBole's tail (TailPercentage): tail_ratio > 1 is a count threshold, else the least popular
+# floor(tail_ratio x M) items (at least one), ties by item. tail_ratio is read as a DOUBLE: a
+# literal such as 0.29 is a DECIMAL in DuckDB, and 0.29 x 100 would be exactly 29 there where
+# RecBole's float product (28.999...) cuts to 28.
+_TAIL_RATIO = "tail_ratio::DOUBLE"
+_RECBOLE_TAIL = (
+    "SELECT item FROM (SELECT item, n, row_number() OVER (ORDER BY n, item) AS r, count(*) OVER "
+    "() AS m FROM counts) WHERE tail_ratio IS NOT NULL AND CASE WHEN tail_ratio IS NOT NULL AND "
+    "NOT tail_ratio > 0 THEN error('long_tail_share: tail_ratio must be a number above 0 (or "
+    f"NULL), got ' || tail_ratio::VARCHAR) WHEN {_TAIL_RATIO} > 1 THEN n <= {_TAIL_RATIO} ELSE "
+    f"r <= greatest(floor(m * {_TAIL_RATIO}), 1) END"
+)
+
 LONG_TAIL_SHARE = BeyondMetric(
     name="long_tail_share",
     kind="per_user",
     summary="The share of a user's top k that is in the long tail (not among the most popular "
     "training items).",
-    formula="|{i in top k : i not in head}| / |top k|, head = the ceil(head_share x M) most "
-    "popular of the M items in train (by interactions), items tied with the last one included",
+    formula="|{i in top k : i in tail}| / |top k|; tail = every item outside the head, head = "
+    "the ceil(head_share x M) most popular of the M items in train (by interactions), items "
+    "tied with the last one included; with tail_ratio given: tail = the items of train with at "
+    "most tail_ratio interactions when tail_ratio > 1, else the max(floor(tail_ratio x M), 1) "
+    "least popular items of train, ties broken by item_col ascending",
     undefined="NULL for a user whose top k is empty.",
-    conventions="Items absent from train are in the tail. head_share defaults to 0.2 (the "
-    "'short head' of 20% of items). Popularity counts rows of train.",
-    peers="No peer has it (RePlay and RecTools do not); checked by hand calculation.",
+    conventions="Items absent from train are in the tail (with tail_ratio given: not in it, "
+    "RecBole's rule). head_share defaults to 0.2 (the 'short head' of 20% of items) and is not "
+    "read when tail_ratio is given. Popularity counts rows of train.",
+    peers="RecBole tailpercentage@k is tail_ratio := its tail_ratio (default 0.1) when every "
+    "list holds k items and its internal item ids are the item_col values (they break its "
+    "ties), from its source (recbole/evaluator/metrics.py TailPercentage). RePlay and RecTools "
+    "have no such metric; the default form is checked by hand calculation.",
     source="Abdollahpouri, Burke and Mobasher (FLAIRS 2019), APLT (average percentage of long "
     "tail items)",
     parameters=(_RECS, _TRAIN, _K, Parameter("head_share", "share of train items in the head",
-                                             "0.2"), _USER, _REC, _ITEM),
+                                             "0.2"),
+                Parameter("tail_ratio", "NULL, or RecBole's tail: a share of the train items "
+                          "in (0, 1] or a count threshold above 1 (see formula)", "NULL"),
+                _USER, _REC, _ITEM),
+    # One join for both forms: the items of the set that decides (the head, or RecBole's tail),
+    # marked with the share they add; the constant tail_ratio plans the other set away.
     sql=f"WITH counts AS (SELECT item, count(*) AS n FROM ({_train_items()}) "
     "WHERE item IS NOT NULL GROUP BY item),\n"
     "head AS (SELECT item FROM (SELECT item, rank() OVER (ORDER BY n DESC) AS r, "
     "count(*) OVER () AS m FROM counts) WHERE r - 1 < "
     f"coalesce({_unit_check('long_tail_share', 'head_share', '0', '1', closed=True)}, "
-    "head_share) * m)\n"
-    "SELECT t.\"user\", avg(CASE WHEN t.item IS NULL THEN NULL WHEN h.item IS NULL THEN 1.0 "
-    "ELSE 0.0 END) AS long_tail_share\n"
-    f"FROM {_top('long_tail_share')} t LEFT JOIN head h ON t.item = h.item GROUP BY t.\"user\"",
+    "head_share) * m),\n"
+    "marked AS (SELECT item, 0.0 AS tail FROM head WHERE tail_ratio IS NULL UNION ALL SELECT "
+    f"item, 1.0 AS tail FROM ({_RECBOLE_TAIL}))\n"
+    "SELECT t.\"user\", avg(CASE WHEN t.item IS NULL THEN NULL ELSE coalesce(m.tail, CASE WHEN "
+    "tail_ratio IS NULL THEN 1.0 ELSE 0.0 END) END) AS long_tail_share\n"
+    f"FROM {_top('long_tail_share')} t LEFT JOIN marked m ON t.item = m.item GROUP BY t.\"user\"",
     kernel=long_tail_share_kernel,
 )
 
