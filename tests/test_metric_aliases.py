@@ -231,9 +231,23 @@ def test_a_name_the_libraries_compute_differently_warns_which_was_used() -> None
         parse_metrics(["MRR@10"])
 
 
+def test_rectools_catalogue_measures_read_evaluates_catalog_size() -> None:
+    """RecTools' MCC and Accuracy (rectools/metrics/classification.py) count the catalogue:
+    evaluate's catalog_size= reaches them, and without one the library's name is an error (not
+    duckrank's NULL). By hand, k = 3, catalogue 8: u1 TP 1, FP 2, FN 3, TN 8 - 3 - 3 = 2; u2 TP
+    1, FP 2, FN 1, TN 4. Accuracy (TP + TN) / 8; MCC (TP TN - FP FN) / sqrt((TP + FP)(TP + FN)
+    (TN + FP)(TN + FN))."""
+    frame = duckrank.evaluate(RUN, QRELS, ["rectools:Accuracy@3", "rectools:MCC@3"],
+                              per_user=True, catalog_size=8).set_index("user")
+    assert frame["rectools:Accuracy@3"].tolist() == pytest.approx([3 / 8, 5 / 8], rel=1e-12)
+    assert frame["rectools:MCC@3"].tolist() == pytest.approx(
+        [(2 - 6) / math.sqrt(3 * 4 * 4 * 5), (4 - 2) / math.sqrt(3 * 2 * 6 * 5)], rel=1e-12)
+    with pytest.raises(ValueError, match=r"'rectools:MCC@3': the RecTools measure counts the "
+                                         r"catalogue: give evaluate catalog_size="):
+        duckrank.evaluate(RUN, QRELS, ["rectools:MCC@3"])
+
+
 @pytest.mark.parametrize(("text", "message"), [
-    ("rectools:Accuracy@10", r"RecTools' Accuracy is not available in duckrank: it needs the "
-                             r"catalogue's size: write accuracy\(catalog_size=N\)@k"),
     ("rectools:NDCG(gain=linear)@10", r"RecTools' NDCG takes no options here.*ndcg\(ideal=k"),
     ("rectools:PartialAUC", r"needs its cut-off"),
     ("cornac:MAP@10", r"Cornac's MAP takes no cut-off; write cornac:MAP \(it is "

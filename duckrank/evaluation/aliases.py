@@ -75,10 +75,12 @@ _TABLE: tuple[Alias, ...] = (
           "rectools/metrics/catalog.py",
           "normalize=False, its default: the distinct items recommended (its catalog as catalog= "
           "or catalog_size=, unused); CatalogCoverage(k, normalize=True) is catalog_coverage@k"),
-    Alias("RecTools", "MCC", "", _CHECKED,
-          "it needs the catalogue's size: write mcc(catalog_size=N)@k, N = len(catalog)"),
-    Alias("RecTools", "Accuracy", "", "rectools/metrics/classification.py",
-          "it needs the catalogue's size: write accuracy(catalog_size=N)@k, N = len(catalog)"),
+    Alias("RecTools", "MCC", "mcc@{k}", _CHECKED,
+          "the catalogue's size (its catalog's length) from evaluate's catalog_size=; without it "
+          "an error (mcc(catalog_size=N)@k also gives it)"),
+    Alias("RecTools", "Accuracy", "accuracy@{k}", "rectools/metrics/classification.py",
+          "the catalogue's size (its catalog's length) from evaluate's catalog_size=; without it "
+          "an error (accuracy(catalog_size=N)@k also gives it)"),
     # RePlay 0.22: replay.metrics.
     Alias("RePlay", "Precision", "precision_at(denominator=k)@{k}", _CHECKED, "hits / k"),
     Alias("RePlay", "Recall", "recall_at@{k}", _CHECKED),

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from duckrank.evaluation.aliases import PEERS
 from duckrank.evaluation.beyond import SideInputs, _beyond_table, _check_beyond
 from duckrank.evaluation.inputs import (
     ID_MODES,
@@ -35,6 +36,7 @@ from duckrank.evaluation.inputs import (
 )
 from duckrank.evaluation.metric_requests import (
     Convention,
+    MetricRequest,
     convention_named,
     needed_functions,
     split_metrics,
@@ -156,6 +158,23 @@ def _warn_scoring(con: duckdb.DuckDBPyConnection, partials: str, c: _Columns, ju
                 ShortLists, stacklevel=5)
 
 
+def _with_catalog_size(requests: list[MetricRequest], catalog_size: int | None
+                       ) -> list[MetricRequest]:
+    """The requests with evaluate's ``catalog_size`` for the per-list metrics that count the
+    catalogue (mcc, accuracy), where a request does not give its own. A library's name for one
+    of them (``rectools:MCC@10``) without any catalogue size is an error: the library always
+    has one, and duckrank's NULL (the function's reading of a size not given) would hide it."""
+    if catalog_size is not None:
+        requests = [r.with_defaults({"catalog_size": str(catalog_size)}) for r in requests]
+    for r in requests:
+        counts = any(o.name == "catalog_size" for m in r.overloads for o in m.options)
+        if counts and r.peer in PEERS.values() and "catalog_size" not in dict(r.options):
+            raise ValueError(f"metric {r.label!r}: the {r.peer} measure counts the catalogue: "
+                             "give evaluate catalog_size= (the catalogue's item count), or "
+                             f"write {r.name}(catalog_size=N)@k")
+    return requests
+
+
 @contextmanager
 def evaluation(  # noqa: C901
     con: duckdb.DuckDBPyConnection,
@@ -188,6 +207,7 @@ def evaluation(  # noqa: C901
                          f"{ids!r}")
     rules = convention_named(convention, spelling)
     requests, beyond = split_metrics(metrics, rules)
+    requests = _with_catalog_size(requests, side.catalog_size)
     if not requests and not beyond:
         raise ValueError("no metric requested: name at least one, e.g. ndcg@10")
     _check_beyond(beyond, side, per_user, spelling)
@@ -443,7 +463,8 @@ def evaluate(
     propensity; else estimated from ``train``), ``item_groups`` (item, group; ``reo``, ``rsp``,
     ``group_expected_exposure``), whose user and item columns are named as the run's; each a
     Parquet or CSV path, a relation of ``connection``, or a data frame. A request whose input
-    is not given is an error naming the argument.
+    is not given is an error naming the argument. ``catalog_size`` also reaches the per-list
+    metrics that count the catalogue (``mcc``, ``accuracy``) where the request gives none.
     """
     from duckrank.engines.duckdb import connect, register
 
