@@ -32,6 +32,18 @@ def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None)
     return rows[0][0]
 
 
+def duckdb_with(macros, tables: dict) -> duckdb.DuckDBPyConnection:
+    """A plain DuckDB (no duckrank registration) holding ``macros`` (CREATE statements) and the
+    Arrow ``tables`` by name: what the Spark forms of the table macros are compared with."""
+    connection = duckdb.connect()
+    for statement in macros:
+        connection.execute(statement)
+    for name, table in tables.items():
+        connection.register(f"{name}_arrow", table)
+        connection.execute(f"CREATE TABLE {name} AS FROM {name}_arrow")
+    return connection
+
+
 @pytest.fixture(scope="session")
 def spark_session():
     """One local Spark for every Spark test module: starting one takes about 10 s."""

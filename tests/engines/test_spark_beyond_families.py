@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("pyspark", reason="pip install duckrank[spark]")
 
 import duckdb  # noqa: E402
+from conftest import duckdb_with  # noqa: E402
 
 from duckrank import spark as duckrank_spark  # noqa: E402
 from duckrank.render.beyond_accuracy import MACROS  # noqa: E402
@@ -101,13 +102,7 @@ def frames(spark_session) -> dict:
 
 @pytest.fixture(scope="module")
 def con() -> duckdb.DuckDBPyConnection:
-    connection = duckdb.connect()
-    for statement in MACROS:
-        connection.execute(statement)
-    for name, table in DATA.items():
-        connection.register(f"{name}_arrow", table)
-        connection.execute(f"CREATE TABLE {name} AS FROM {name}_arrow")
-    return connection
+    return duckdb_with(MACROS, DATA)
 
 
 @pytest.fixture(scope="module")
