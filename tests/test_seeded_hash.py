@@ -99,6 +99,9 @@ def _shell() -> str | None:
     return str(found) if found.exists() else shutil.which("duckdb")
 
 
+# The shell is the same in both of scripts/test's runs: the oldest-DuckDB venv (test-core) has
+# none, and the whole suite runs this.
+@pytest.mark.whole_suite_only
 def test_the_oldest_duckdb_shell_computes_the_same() -> None:
     """The test extra installs the DuckDB shell of the oldest supported line (1.4): the same
     SQL gives the same values there, so a seed draws the same rows in every supported DuckDB."""

@@ -303,6 +303,9 @@ def test_sampling_short_pool_and_empty_users(con: duckdb.DuckDBPyConnection) -> 
                     (2, "d", False), (2, "e", True)]
 
 
+# The shell is the same in both of scripts/test's runs: the oldest-DuckDB venv (test-core) has
+# none, and the whole suite runs this.
+@pytest.mark.whole_suite_only
 def test_macros_run_in_the_duckdb_shell(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
     """The macros in the DuckDB shell the test extra installs (an older line than the Python
     package: `query_table`, lambdas and DuckDB's hash as the shell has them) give the same rows
