@@ -44,6 +44,31 @@ def duckdb_with(macros, tables: dict) -> duckdb.DuckDBPyConnection:
     return connection
 
 
+def spark_beyond_values(frames: dict, cases: list, k: int) -> dict[int, dict]:
+    """The Spark form of each beyond-accuracy case ``(metric, options, duckdb_sql)`` over the
+    DataFrames ``frames`` (an option naming one of them is that frame), computed in one Spark
+    job (a union of the cases' rows): case -> {user: value} (user None for a catalogue
+    metric)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    from duckrank import spark as duckrank_spark
+
+    parts = []
+    for case, (metric, options, _) in enumerate(cases):
+        spark_options = {name: frames[v] if isinstance(v, str) and v in frames else v
+                         for name, v in options.items()}
+        result = duckrank_spark.beyond_accuracy(frames["recs"], metric, k, **spark_options)
+        user = F.col("user") if "user" in result.columns else F.lit(None).cast("bigint")
+        parts.append(result.select(F.lit(case).alias("case"), user.alias("user"),
+                                   F.col(metric).cast("double").alias("value")))
+    values: dict[int, dict] = {case: {} for case in range(len(cases))}
+    for row in reduce(lambda a, b: a.unionByName(b), parts).collect():
+        values[row["case"]][row["user"]] = row["value"]
+    return values
+
+
 @pytest.fixture(scope="session")
 def spark_session():
     """One local Spark for every Spark test module: starting one takes about 10 s."""

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("pyspark", reason="pip install duckrank[spark]")
 
 import duckdb  # noqa: E402
-from conftest import duckdb_with  # noqa: E402
+from conftest import duckdb_with, spark_beyond_values  # noqa: E402
 
 from duckrank import spark as duckrank_spark  # noqa: E402
 from duckrank.render.beyond_accuracy import MACROS  # noqa: E402
@@ -108,22 +108,7 @@ def con() -> duckdb.DuckDBPyConnection:
 @pytest.fixture(scope="module")
 def spark_values(frames) -> dict[int, dict]:
     """case -> {user: value} (user None for a catalogue metric), from one union of the cases."""
-    from functools import reduce
-
-    from pyspark.sql import functions as F
-
-    parts = []
-    for case, (metric, options, _) in enumerate(CASES):
-        spark_options = {k: frames[v] if isinstance(v, str) and v in frames else v
-                         for k, v in options.items()}
-        result = duckrank_spark.beyond_accuracy(frames["recs"], metric, K, **spark_options)
-        user = F.col("user") if "user" in result.columns else F.lit(None).cast("bigint")
-        parts.append(result.select(F.lit(case).alias("case"), user.alias("user"),
-                                   F.col(metric).cast("double").alias("value")))
-    values: dict[int, dict] = {case: {} for case in range(len(CASES))}
-    for row in reduce(lambda a, b: a.unionByName(b), parts).collect():
-        values[row["case"]][row["user"]] = row["value"]
-    return values
+    return spark_beyond_values(frames, CASES, K)
 
 
 @pytest.mark.parametrize("case", range(len(CASES)), ids=[c[0] for c in CASES])
