@@ -31,6 +31,9 @@ class Bounds:
     open_high: bool = False
     nullable: bool = False
     whole: bool = False  # a whole number (a cut-off or a count), as 2.0 but not 2.5
+    # Infinity accepted (NaN never): an estimator's clipping constant, where infinity means
+    # no clipping (obp's lambda_).
+    finite: bool = True
     # How ``text`` says two ends: "in [0, 1]" (the fusion methods' messages) rather than
     # ">= 0 and <= 1" (the metrics'); each family's messages read as they always did.
     interval: bool = False
@@ -43,7 +46,8 @@ class Bounds:
         """What a valid value is, as errors say it: "a finite number >= 0 and <= 1"."""
         if self.words:
             return self.words
-        noun = "a whole number" if self.whole else "a finite number"
+        noun = ("a whole number" if self.whole else
+                "a finite number" if self.finite else "a number")
         if self.interval and self.low is not None and self.high is not None:
             ends = (f"in {'(' if self.open_low else '['}{self.low:g}, "
                     f"{self.high:g}{')' if self.open_high else ']'}")
@@ -61,11 +65,12 @@ class Bounds:
         """SQL tests of the option's value, one of them true when the value is outside the
         domain (NULL and a non-number included: ``try_cast``); ``nullable`` is not applied."""
         value = f"try_cast({option} AS DOUBLE)"
-        tests = [f"{value} IS NULL", f"NOT isfinite({value})"]
+        tests = [f"{value} IS NULL",
+                 f"NOT isfinite({value})" if self.finite else f"isnan({value})"]
         if self.low is not None:
-            tests.append(f"{value} {'<=' if self.open_low else '<'} {self.low!r}")
+            tests.append(f"{value} {'<=' if self.open_low else '<'} {sql_number(self.low)}")
         if self.high is not None:
-            tests.append(f"{value} {'>=' if self.open_high else '>'} {self.high!r}")
+            tests.append(f"{value} {'>=' if self.open_high else '>'} {sql_number(self.high)}")
         if self.whole:
             tests.append(f"{value} <> floor({value})")
         return tests
@@ -83,7 +88,8 @@ class Bounds:
         # An integer is whole and finite as it is: compared exactly, never turned into a float
         # (a test's seed may be 2^64 - 1).
         if not isinstance(value, numbers.Integral) and (
-                not math.isfinite(value) or (self.whole and value != math.floor(value))):
+                math.isnan(value) or (self.finite and math.isinf(value))
+                or (self.whole and value != math.floor(value))):
             return False
         if self.low is not None and (value <= self.low if self.open_low else value < self.low):
             return False
@@ -102,13 +108,16 @@ class Option:
     doc: str
     choices: tuple[str, ...] = ()
     bounds: Bounds | None = None
+    boolean: bool = False  # true or false, never NULL (a CASE would read NULL as false)
 
     @property
     def checked(self) -> bool:
-        return bool(self.choices) or self.bounds is not None
+        return bool(self.choices) or self.bounds is not None or self.boolean
 
     def requirement(self) -> str:
         """What a valid value is, as the error says it: "one of 'a', 'b'", "a number > 1"."""
+        if self.boolean:
+            return "true or false"
         if self.choices:
             return "one of " + ", ".join(f"'{c}'" for c in self.choices)
         assert self.bounds is not None, f"option {self.name} has no domain"
@@ -121,7 +130,9 @@ class Option:
     def error_sql(self, function: str) -> tuple[str, str]:
         """(condition, error): the value outside the domain, and the SQL error that says so."""
         text = f"{self.name}::VARCHAR"
-        if self.choices:
+        if self.boolean:  # a value that is not a boolean fails DuckDB's own cast, naming it
+            invalid = f"{self.name} IS NULL"
+        elif self.choices:
             allowed = ", ".join(f"'{c}'" for c in self.choices)
             invalid = f"{text} IS NULL OR {text} NOT IN ({allowed})"
         else:
@@ -133,7 +144,8 @@ class Option:
         """The Python twin of ``error_sql``: ValueError, same text."""
         if not self.checked:
             return
-        ok = value in self.choices if self.choices else self.bounds.accepts(value)
+        ok = (isinstance(value, bool) if self.boolean else
+              value in self.choices if self.choices else self.bounds.accepts(value))
         if not ok:
             raise ValueError(self.error_text(function, repr(value)))
 
@@ -142,4 +154,19 @@ class Option:
             return "NULL"
         if isinstance(self.default, str):
             return "'" + self.default.replace("'", "''") + "'"
-        return repr(self.default)
+        if isinstance(self.default, bool):
+            return "true" if self.default else "false"
+        return sql_number(self.default) if isinstance(self.default, float) else repr(self.default)
+
+
+def sql_number(value: float) -> str:
+    """A number (never a user's text) as SQL that DuckDB and Spark read: infinities included."""
+    if math.isinf(value):
+        return "'infinity'::DOUBLE" if value > 0 else "'-infinity'::DOUBLE"
+    return repr(value)
+
+
+# Domains shared by families, in the words of their messages and docs.
+POSITIVE_INTEGER = Bounds(1, whole=True, words="a positive integer")
+NON_NEGATIVE_INTEGER = Bounds(0, whole=True, words="a non-negative integer")
+PROPORTION = Bounds(0, 1, open_low=True, open_high=True, words="a number in (0, 1)")

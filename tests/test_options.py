@@ -95,3 +95,34 @@ def test_every_family_reads_the_one_model() -> None:
                for t in TESTS for o in t.options)
     assert all(isinstance(p.bounds, Bounds)
                for f in METHODS for p in f.parameters if not p.per_system)
+
+
+def test_a_boolean_option_takes_true_or_false_and_never_null() -> None:
+    flag = Option("normalize", True, "doc", boolean=True)
+    assert flag.sql_default() == "true" and flag.requirement() == "true or false"
+    flag.check("f", False)
+    with pytest.raises(ValueError, match="f: normalize must be true or false, got None"):
+        flag.check("f", None)
+    with pytest.raises(ValueError, match="got 1"):
+        flag.check("f", 1)  # a number is not a flag, even where Python reads it as one
+    condition, error = flag.error_sql("f")
+    con = duckdb.connect()
+    assert con.execute(f"SELECT {condition} FROM (SELECT false AS normalize)").fetchone() == (
+        False,)
+    with pytest.raises(duckdb.Error, match="f: normalize must be true or false, got NULL"):
+        con.execute(f"SELECT CASE WHEN {condition} THEN {error} END "
+                    "FROM (SELECT NULL::BOOLEAN AS normalize)").fetchall()
+
+
+def test_infinity_is_taken_only_where_the_bounds_say_so() -> None:
+    # obp's lambda_ of clipping estimators: [0, infinity], infinity meaning no clipping
+    clip = Bounds(0, math.inf, finite=False, interval=True)
+    assert clip.text() == "a number in [0, inf]"
+    assert clip.accepts(math.inf) and clip.accepts(0) and not clip.accepts(math.nan)
+    assert not clip.accepts(-1) and not Bounds(0).accepts(math.inf)
+    con = duckdb.connect()
+    for value, invalid in (("'infinity'::DOUBLE", False), ("'nan'::DOUBLE", True),
+                           ("-0.5", True), ("3.0", False)):
+        assert con.execute(f"SELECT {clip.invalid_sql('x')} FROM (SELECT {value} AS x)"
+                           ).fetchone() == (invalid,), value
+    assert Option("lam", math.inf, "doc", bounds=clip).sql_default() == "'infinity'::DOUBLE"

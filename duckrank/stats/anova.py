@@ -38,16 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from duckrank.stats.record import (
-    BLOCKED,
-    LABELLED,
-    PROPORTION,
-    Field,
-    LabelledRows,
-    Option,
-    StatTest,
-    Summary,
-)
+from duckrank.options import PROPORTION
+from duckrank.stats.record import BLOCKED, LABELLED, Field, LabelledRows, Option, StatTest, Summary
 
 
 def _scipy(function: str) -> object:

@@ -24,15 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from duckrank.options import Bounds
 from duckrank.options import Option as OptionModel
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
-
-# The domains of the tests' options, in the words their messages and docs/compare.md use.
-POSITIVE_INTEGER = Bounds(1, whole=True, words="a positive integer")
-NON_NEGATIVE_INTEGER = Bounds(0, whole=True, words="a non-negative integer")
-PROPORTION = Bounds(0, 1, open_low=True, open_high=True, words="a number in (0, 1)")
 
 
 @dataclass(frozen=True)

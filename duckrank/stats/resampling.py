@@ -25,17 +25,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from duckrank.stats.record import (
-    DIFFERENCES,
-    NON_NEGATIVE_INTEGER,
-    POSITIVE_INTEGER,
-    PROPORTION,
-    VALUES,
-    Field,
-    InReport,
-    Option,
-    StatTest,
-)
+from duckrank.options import NON_NEGATIVE_INTEGER, POSITIVE_INTEGER, PROPORTION
+from duckrank.stats.record import DIFFERENCES, VALUES, Field, InReport, Option, StatTest
 
 _BLOCK = 1 << 19  # numbers held per block of trials (4 MiB as float64)
 _COLUMNS = 512  # bytes of flips (4,096 values) per slice: its table (1 MiB) stays in cache

@@ -16,13 +16,14 @@ import mpmath
 import numpy as np
 import pytest
 
+from duckrank.options import NON_NEGATIVE_INTEGER, POSITIVE_INTEGER, PROPORTION
 from duckrank.stats.distributions import (
     log_beta_half,
     normal_two_sided,
     signed_rank_tails,
     student_t_two_sided,
 )
-from duckrank.stats.record import NON_NEGATIVE_INTEGER, POSITIVE_INTEGER, PROPORTION, Option
+from duckrank.stats.record import Option
 
 mpmath.mp.dps = 50
 
