@@ -13,6 +13,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+# What the match functions take: a column of lists (or of maps) as DuckDB and Spark hand it to a
+# UDF, and the cut-offs, one per row, one for all rows, or None (each row's whole rec).
+Column = pa.Array | pa.ChunkedArray
+Cutoffs = np.ndarray | int | None
+
 # --- numpy ----------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -48,7 +53,7 @@ class Hits:
         return np.bincount(self.row_of_hit, weights=values, minlength=len(self.K))
 
 
-def _as_list_array(values: pa.Array | pa.ChunkedArray) -> pa.ListArray:
+def _as_list_array(values: Column) -> pa.ListArray:
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     if pa.types.is_large_list(values.type):
@@ -70,7 +75,7 @@ def _unify_ids(rec: pa.ListArray, truth: pa.ListArray) -> tuple[pa.ListArray, pa
 
 
 def _lengths_and_cutoffs(
-    rec: pa.ListArray, truth: pa.ListArray, k: np.ndarray | int | None
+    rec: pa.ListArray, truth: pa.ListArray, k: Cutoffs
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row: len(rec) (0 for NULL), the cut-off (len(rec) when k is omitted, 0 where k is NULL)
     and whether the row is valid (rec, truth and k all non-NULL)."""
@@ -84,11 +89,7 @@ def _lengths_and_cutoffs(
     return rec_len, np.where(np.isnan(cut), 0, cut).astype(np.int64), valid
 
 
-def match_hits(
-    rec: pa.Array | pa.ChunkedArray,
-    truth: pa.Array | pa.ChunkedArray,
-    k: np.ndarray | int | None = None,
-) -> Hits:
+def match_hits(rec: Column, truth: Column, k: Cutoffs = None) -> Hits:
     """Vectorised matching of a whole batch (no per-row Python)."""
     rec, truth = _unify_ids(_as_list_array(rec), _as_list_array(truth))
     rows = len(rec)
@@ -254,28 +255,30 @@ def _grade_of_hits(function: str, rec: pa.ListArray, keys: pa.ListArray, hits: H
     return grades[order[np.searchsorted(sorted_keys, hit_keys)]]
 
 
-def match_grades(
-    rec: pa.Array | pa.ChunkedArray,
-    truth: pa.Array | pa.ChunkedArray,
-    k: np.ndarray | int | None = None,
-    function: str = "match_grades",
-) -> Grades:
+def _match_map(function: str, rec: Column, truth: Column, k: Cutoffs,
+               negative: bool) -> tuple[Hits, np.ndarray, np.ndarray, np.ndarray]:
+    """rec matched against the keys of a MapArray truth, ids compared as ``_same_kind`` says,
+    and the grades of the rows that count checked (negative ones allowed where ``negative``):
+    the hits, truth's grades and the row of each, and the grade of each hit."""
+    keys, grades, entry_row, column = _map_parts(combined(truth))
+    rec, keys = _same_kind(_as_list_array(rec), keys)
+    hits = match_hits(rec, keys, k)
+    _check_grades(function, keys, grades, column, hits.valid[entry_row], negative)
+    return hits, grades, entry_row, _grade_of_hits(function, rec, keys, hits, grades, entry_row)
+
+
+def match_grades(rec: Column, truth: Column, k: Cutoffs = None,
+                 function: str = "match_grades") -> Grades:
     """Vectorised graded matching of a whole batch: ``truth`` is a MapArray (id -> grade) or a
     ListArray (grade 1 for each item). A NULL, NaN, infinite or negative grade in a row whose
     rec, truth and k are not NULL raises ValueError naming ``function`` and the item."""
-    if isinstance(truth, pa.ChunkedArray):
-        truth = truth.combine_chunks()
+    truth = combined(truth)
     if not pa.types.is_map(truth.type):
         hits = match_hits(rec, truth, k)
         ones = np.ones(len(hits.positions))
         rows = np.repeat(np.arange(len(hits.K)), hits.n)
         return _grades_from_hits(hits, ones, _ideal(np.ones(len(rows)), rows, hits.k, len(hits.K)))
-
-    keys, grades, entry_row, column = _map_parts(truth)
-    rec, keys = _same_kind(_as_list_array(rec), keys)
-    hits = match_hits(rec, keys, k)
-    _check_grades(function, keys, grades, column, hits.valid[entry_row], negative=False)
-    grade_of_hit = _grade_of_hits(function, rec, keys, hits, grades, entry_row)
+    hits, grades, entry_row, grade_of_hit = _match_map(function, rec, truth, k, negative=False)
     return _grades_from_hits(hits, grade_of_hit, _ideal(grades, entry_row, hits.k, len(hits.K)))
 
 
@@ -287,13 +290,9 @@ def relevant_grades(grades: np.ndarray, min_grade: float | None) -> np.ndarray:
         return (grades >= 0) & above
 
 
-def match_graded_hits(
-    rec: pa.Array | pa.ChunkedArray,
-    truth: pa.Array | pa.ChunkedArray,
-    k: np.ndarray | int | None = None,
-    min_grade: float | None = None,
-    function: str = "match_graded_hits",
-) -> Hits:
+def match_graded_hits(rec: Column, truth: Column, k: Cutoffs = None,
+                      min_grade: float | None = None,
+                      function: str = "match_graded_hits") -> Hits:
     """The binary match of rec against the relevant items of a MapArray truth
     (``relevant_grades``), ids compared as the graded matching compares them. Negative grades
     are allowed (never relevant); NULL, NaN and infinite ones raise ValueError."""
@@ -349,25 +348,15 @@ class Judged:
         return row_cumsum(counts, self.top_offsets) - counts
 
 
-def match_judged(
-    rec: pa.Array | pa.ChunkedArray,
-    truth: pa.Array | pa.ChunkedArray,
-    k: np.ndarray | int | None = None,
-    min_grade: float | None = None,
-    function: str = "match_judged",
-) -> Judged:
+def match_judged(rec: Column, truth: Column, k: Cutoffs = None,
+                 min_grade: float | None = None, function: str = "match_judged") -> Judged:
     """The ``Judged`` view of a batch (judged truth as ``duckrank.matching.sql`` reads it, what the
     judged macros of ``duckrank.render.macros`` match in SQL, over Arrow): every item of truth is
     matched, and each hit reads its grade."""
-    truth = combined(truth)
-    keys, grades, entry_row, column = _map_parts(truth)
-    rec, keys = _same_kind(_as_list_array(rec), keys)
-    hits = match_hits(rec, keys, k)
+    hits, grades, entry_row, grade_of_hit = _match_map(function, rec, truth, k, negative=True)
     rows = len(hits.K)
-    _check_grades(function, keys, grades, column, hits.valid[entry_row], negative=True)
     top_offsets = _offsets(np.where(hits.valid, hits.K, 0))
     top = np.full(top_offsets[-1], np.nan)
-    grade_of_hit = _grade_of_hits(function, rec, keys, hits, grades, entry_row)
     hit_rows = hits.row_of_hit
     keep = hits.valid[hit_rows]
     top[(top_offsets[:-1][hit_rows] + hits.positions - 1)[keep]] = grade_of_hit[keep]
@@ -386,12 +375,8 @@ def match_judged(
     )
 
 
-def match_grade_lists(
-    rec: pa.Array | pa.ChunkedArray,
-    truth: pa.Array | pa.ChunkedArray,
-    k: np.ndarray | int | None = None,
-    function: str = "match_grade_lists",
-) -> Grades:
+def match_grade_lists(rec: Column, truth: Column, k: Cutoffs = None,
+                      function: str = "match_grade_lists") -> Grades:
     """Grades given directly (Hivemall's graded form): ``rec`` lists the true grade of each
     recommended item in rec order, as numbers or as structs whose first field is the grade;
     ``truth`` lists the grades of all relevant items, in any order. Ids play no part, so
@@ -451,6 +436,6 @@ def gather_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return shift + np.arange(total)
 
 
-def combined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+def combined(values: Column) -> pa.Array:
     """One contiguous Arrow array: DuckDB and Spark hand UDFs chunked columns."""
     return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values

@@ -20,6 +20,7 @@ from duckrank.metrics.beyond.common import (
     _k,
     _one_row_per_item,
     named_table_sql,
+    optional,
     quoted_identifier_sql,
 )
 from duckrank.metrics.beyond.coverage import (
@@ -42,7 +43,8 @@ from duckrank.metrics.beyond.similarity import jaccard_kernel, overlap_kernel, r
 
 __all__ = [
     "HELPERS", "METRICS", "BeyondMetric", "Lists", "Parameter", "_ITEM", "_K", "_REC", "_RECS",
-    "_USER", "_column", "_k", "_one_row_per_item", "named_table_sql", "quoted_identifier_sql",
+    "_USER", "_column", "_k", "_one_row_per_item", "named_table_sql", "optional",
+    "quoted_identifier_sql",
     "arp_kernel", "catalog_coverage_kernel", "exposure_entropy_kernel", "exposure_gini_kernel",
     "ild_category_kernel", "ild_embedding_kernel", "inter_user_diversity_kernel",
     "jaccard_kernel", "long_tail_share_kernel", "overlap_kernel", "rbo_kernel",

@@ -55,6 +55,7 @@ from duckrank.metrics.beyond_accuracy import (
     _k,
     _one_row_per_item,
     named_table_sql,
+    optional,
     quoted_identifier_sql,
 )
 from duckrank.metrics.record import Bounds, Option, option_errors_sql
@@ -215,13 +216,12 @@ _CONVENTIONS = (
 def _parameters() -> tuple[Parameter, ...]:
     return (
         _RECS, _K,
-        Parameter("propensities", "name of a table of item_col and propensity_col", "NULL"),
-        Parameter("train", "name of a table of training interactions (item_col) to estimate "
-                  "the propensities from", "NULL"),
-        *(Parameter(o.name, o.doc, o.sql_default()) for o in OPTIONS),
-        Parameter("truth_col", "LIST column of recs: the user's logged relevant items",
-                  "'truth'"),
-        Parameter("propensity_col", "propensity column of propensities", "'propensity'"),
+        optional("propensities", None, "name of a table of item_col and propensity_col"),
+        optional("train", None, "name of a table of training interactions (item_col) to "
+                 "estimate the propensities from"),
+        *map(Parameter, OPTIONS),
+        optional("truth_col", "truth", "LIST column of recs: the user's logged relevant items"),
+        optional("propensity_col", "propensity", "propensity column of propensities"),
         _USER, _REC, _ITEM,
     )
 

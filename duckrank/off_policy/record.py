@@ -31,11 +31,11 @@ the value (a dropped round would change the estimate in silence: filter rows wit
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from duckrank.off_policy.sql_text import INFINITY, error_text, finite, number
+from duckrank.off_policy.sql_text import finite, number
+from duckrank.options import Option, sql_number
 
 OBP = "Open Bandit Pipeline (obp) 0.5.7, obp.ope.estimators"
 
@@ -83,56 +83,13 @@ def plain_arguments() -> dict[str, str]:
     return {**{name: name for name in DOMAINS}, "w": "w"}
 
 
-def sql_number(value: float) -> str:
-    """A float (never a user's text) as SQL that DuckDB and Spark read."""
-    return INFINITY if math.isinf(value) else repr(float(value))
-
-
-@dataclass(frozen=True)
-class Hyperparameter:
-    """A hyperparameter of an estimator (obp's ``lambda_``): a constant of the query, in the
-    closed interval [low, high] (``high`` may be infinite), never NaN or NULL."""
-
-    name: str
-    default: float
-    low: float
-    high: float
-    doc: str
-
-    def sql_default(self) -> str:
-        return sql_number(self.default)
-
-    def domain(self) -> str:
-        high = "infinity" if math.isinf(self.high) else repr(self.high)
-        return f"a number in [{self.low!r}, {high}]"
-
-    def valid_sql(self, value: str) -> str:
-        upper = "" if math.isinf(self.high) else f" AND {value} <= {self.high!r}"
-        return f"({value} >= {self.low!r}{upper} AND NOT isnan({value}))"
-
-    def guarded(self, fn: str, body: str, value: str) -> str:
-        """``body`` (an aggregate) behind a check of the hyperparameter's ``value`` (SQL), once
-        per query."""
-        message = error_text(fn, self.name, self.domain(), value)
-        return f"CASE WHEN {self.valid_sql(value)} THEN {body} ELSE {message} END"
-
-    def check(self, fn: str, value: float) -> float:
-        """``value`` as a float, or a ValueError in the words of the SQL check."""
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = math.nan
-        if math.isnan(number) or not self.low <= number <= self.high:
-            raise ValueError(f"{fn}: {self.name} must be {self.domain()}, got {value!r}")
-        return number
-
-
 @dataclass(frozen=True)
 class Estimator:
     """An off-policy estimator of a policy's value from a log of single actions.
 
     ``transform``: the SQL of w' from ``{w}`` (the importance weight) and ``{lam}`` (the
-    hyperparameter); None for the direct method (no weight). ``baseline``: v_hat is added;
+    hyperparameter, obp's ``lambda_``: an option of ``duckrank.options``, a constant of the
+    query); None for the direct method (no weight). ``baseline``: v_hat is added;
     ``residual``: the weight multiplies r - q_hat instead of r; ``self_normalised``: the
     weighted term is divided by the mean of w over the group."""
 
@@ -144,7 +101,7 @@ class Estimator:
     baseline: bool
     residual: bool
     self_normalised: bool
-    hyperparameter: Hyperparameter | None
+    hyperparameter: Option | None
     formula: str
     undefined: str
     source: str
@@ -172,7 +129,8 @@ class Estimator:
         return f"{transformed} * {target}"
 
     def _hyperparameter(self, value: float | None) -> str:
-        """The hyperparameter as SQL: the macro's parameter, or a request's checked value."""
+        """The hyperparameter as SQL: the macro's parameter, or a request's value (checked in
+        Python, ``duckrank.off_policy.requests``)."""
         if self.hyperparameter is None:
             return ""
         return self.hyperparameter.name if value is None else sql_number(value)
@@ -203,9 +161,11 @@ class Estimator:
             ratio = (f"sum({self._weighted(args, self._hyperparameter(value))}) / "
                      f"nullif(sum({args['w']}), 0)")
             body = f"avg({args['v_hat']}) + {ratio}" if self.baseline else ratio
-        if self.hyperparameter is None:
+        if self.hyperparameter is None or value is not None:
             return body
-        return self.hyperparameter.guarded(self.name, body, self._hyperparameter(value))
+        # The macro's parameter, checked once per query (a request's value was checked before).
+        invalid, error = self.hyperparameter.error_sql(self.name)
+        return f"CASE WHEN {invalid} THEN {error} ELSE {body} END"
 
     @property
     def sql(self) -> str:

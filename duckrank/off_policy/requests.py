@@ -29,7 +29,9 @@ def _values(record: Estimator, given: float | Sequence[float] | None) -> list[fl
     if given is None:
         return [record.hyperparameter.default]
     values = list(given) if isinstance(given, Sequence) else [given]
-    return [record.hyperparameter.check(record.name, v) for v in values]
+    for value in values:
+        record.hyperparameter.check(record.name, value)
+    return [float(v) for v in values]
 
 
 def resolve(names: Sequence[str] | str | None,

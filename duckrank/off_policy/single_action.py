@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 
-from duckrank.off_policy.record import OBP, Estimator, Hyperparameter
+from duckrank.off_policy.record import OBP, Estimator
 from duckrank.off_policy.sql_text import INFINITY
+from duckrank.options import Bounds, Option
 
 _EMPTY = "NULL for an empty group (no rounds)."
 _NORMALISED_EMPTY = (
@@ -22,18 +23,26 @@ _NORMALISED_EMPTY = (
 )
 
 
-def _clip(default: float, doc: str) -> Hyperparameter:
-    return Hyperparameter("lambda_", default, 0.0, math.inf, doc)
+# obp's lambda_ is a threshold on the weights, where infinity means none (the default of ips, dr
+# and switch_dr), or the sub-Gaussian correction's weight; never NaN or NULL. Both read as
+# intervals, infinity written as an end where it is one: "a number in [0, inf]".
+_THRESHOLD = Bounds(0.0, math.inf, finite=False, interval=True)
+_WEIGHT = Bounds(0.0, 1.0, finite=False, interval=True)
 
 
-CLIPPING = _clip(math.inf, "obp's lambda_: importance weights above it are clipped to it, "
-                 "w' = min(w, lambda_); the default, infinity, clips nothing")
-SWITCH = _clip(math.inf, "obp's lambda_ (tau in Wang et al.): rounds with w > lambda_ drop "
-               "the weighted term and keep the reward model's v_hat alone")
-SHRINKAGE = _clip(0.0, "obp's lambda_: the shrinkage w' = lambda_ w / (w^2 + lambda_); 0 (obp's "
-                  "default) gives w' = 0, the direct method, and infinity w' = w, plain DR")
-SUB_GAUSSIAN = Hyperparameter(
-    "lambda_", 0.0, 0.0, 1.0,
+def _lambda(default: float, bounds: Bounds, doc: str) -> Option:
+    return Option("lambda_", default, doc, bounds=bounds)
+
+
+CLIPPING = _lambda(math.inf, _THRESHOLD, "obp's lambda_: importance weights above it are "
+                   "clipped to it, w' = min(w, lambda_); the default, infinity, clips nothing")
+SWITCH = _lambda(math.inf, _THRESHOLD, "obp's lambda_ (tau in Wang et al.): rounds with w > "
+                 "lambda_ drop the weighted term and keep the reward model's v_hat alone")
+SHRINKAGE = _lambda(0.0, _THRESHOLD, "obp's lambda_: the shrinkage w' = lambda_ w / (w^2 + "
+                    "lambda_); 0 (obp's default) gives w' = 0, the direct method, and infinity "
+                    "w' = w, plain DR")
+SUB_GAUSSIAN = _lambda(
+    0.0, _WEIGHT,
     "obp's lambda_: the power-mean correction w' = w / (1 - lambda_ + lambda_ w); 0 (obp's "
     "default) gives w' = w, 1 gives w' = 1 where w > 0",
 )

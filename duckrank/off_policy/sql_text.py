@@ -6,7 +6,10 @@ argument names in the messages are the records' own, never a user's: nothing nee
 
 from __future__ import annotations
 
+import math
 import re
+
+from duckrank.options import sql_number
 
 
 def error_text(fn: str, name: str, domain: str, value: str) -> str:
@@ -34,7 +37,7 @@ def number(fn: str, name: str, valid: str, domain: str) -> str:
     return checked(fn, name, valid, domain, f"CAST({name} AS DOUBLE)")
 
 
-INFINITY = "CAST('inf' AS DOUBLE)"
+INFINITY = sql_number(math.inf)
 
 
 def finite(value: str) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from duckrank.metrics import debiased
 from duckrank.metrics.beyond_accuracy import HELPERS, METRICS, BeyondMetric
+from duckrank.options import Option
 from duckrank.render.sections import with_section
 
 # Every beyond-accuracy record: coverage, popularity, diversity, list similarity, and the
@@ -47,10 +48,17 @@ KINDS = {
 }
 
 
+def _domain(option: Option) -> str:
+    """What a valid value is, as the metrics' reference says it (nothing for a name)."""
+    if option.choices:
+        return f". One of {', '.join(map(repr, option.choices))}."
+    return f". Must be {option.requirement()}." if option.checked else ""
+
+
 def _section(metric: BeyondMetric) -> str:
     parameters = "\n".join(
         f"  - `{p.name}`{'' if p.default is None else f' (default `{p.default}`)'}: {p.doc}"
-        for p in metric.parameters
+        f"{_domain(p.option)}" for p in metric.parameters
     )
     return "\n".join([
         f"### `{metric.name}`", "", metric.summary, "",

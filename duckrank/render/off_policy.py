@@ -58,7 +58,7 @@ def _section(record: Record) -> str:
     if isinstance(record, Estimator) and record.hyperparameter:
         h = record.hyperparameter
         lines.append(f"- `{h.name}` (default `{h.sql_default()}`): {h.doc}. Must be "
-                     f"{h.domain()}.")
+                     f"{h.requirement()}.")
     lines += [f"- Formula: {record.formula}.", f"- Undefined: {record.undefined}",
               f"- Source: {record.source}.", ""]
     return "\n".join(lines)

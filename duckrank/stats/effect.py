@@ -20,9 +20,8 @@ from duckrank.stats.resampling import (
     LEVEL,
     SEED,
     TRIALS,
-    _mean,
+    _mean_and_scaled,
     _never,
-    _scaled,
     bootstrap_moments,
 )
 
@@ -31,16 +30,12 @@ def effect_kernel(values: np.ndarray, level: float, trials: int, seed: int,
                   stop: Callable[[], None] = _never) -> dict[str, float]:
     """The fields of ``paired_effect_size`` for one group's sorted differences."""
     n = len(values)
-    out = {"n": n, "mean_diff": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+    mean_diff, finite = _mean_and_scaled(values)
+    out = {"n": n, "mean_diff": mean_diff, "ci_low": math.nan, "ci_high": math.nan,
            "d_z": math.nan, "d_z_low": math.nan, "d_z_high": math.nan}
-    finite = _scaled(values)
-    if finite is None:  # an infinite difference: the mean as computed, nothing else
-        with np.errstate(invalid="ignore"):
-            return {**out, "mean_diff": float(values.mean())}
-    scaled, exponent = finite
-    out["mean_diff"] = _mean(scaled, exponent)
-    if n < 2:
+    if finite is None or n < 2:  # fewer than 2 pairs, or an infinite difference: the mean alone
         return out
+    scaled, exponent = finite
     sd = float(scaled.std(ddof=1))
     if sd > 0:  # d_z is scale-free: the scaled values give it
         out["d_z"] = float(scaled.mean()) / sd

@@ -139,46 +139,42 @@ def _scaled(values: np.ndarray) -> tuple[np.ndarray, int] | None:
     return np.ldexp(values, -exponent), exponent
 
 
-def _mean(scaled: np.ndarray, exponent: int) -> float:
-    """The mean, without overflow, of the values ``_scaled`` gave (``scaled``, ``exponent``)
-    for; NaN for none."""
-    if not len(scaled):
-        return math.nan
-    return math.ldexp(float(scaled.mean()), exponent)
+def _mean_and_scaled(values: np.ndarray) -> tuple[float, tuple[np.ndarray, int] | None]:
+    """The first step of each kernel over one group's values: their mean, computed without
+    overflow (NaN for none), and the values ``_scaled`` (with the exponent). When a value is
+    NaN or infinite, the mean as computed (inf, -inf or NaN) and None: nothing but the mean
+    has an answer then."""
+    finite = _scaled(values)
+    if finite is None:
+        with np.errstate(invalid="ignore"):
+            return float(values.mean()), None
+    scaled, exponent = finite
+    return (math.ldexp(float(scaled.mean()), exponent) if len(scaled) else math.nan), finite
 
 
 def randomization_kernel(values: np.ndarray, trials: int, seed: int,
                          stop: Callable[[], None] = _never) -> dict[str, float]:
     """The fields of ``randomization_test`` for one group's sorted differences."""
     n = len(values)
-    finite = _scaled(values)
-    if finite is None:
-        # No p-value: with an infinite difference every flipped sum is infinite (inf - inf is
-        # NaN), and the test's question, how often a flip gives a mean as large, has no answer.
-        with np.errstate(invalid="ignore"):
-            return {"n": n, "mean_diff": float(values.mean()), "p_value": math.nan}
-    scaled, exponent = finite
+    mean, finite = _mean_and_scaled(values)
+    # No p-value for an infinite difference: every flipped sum is then infinite (inf - inf is
+    # NaN), and the test's question, how often a flip gives a mean as large, has no answer.
     p_value = math.nan
-    if n >= 2:
-        count = sign_flip_count(scaled, trials, seed, stop)
-        p_value = (count + 1) / (trials + 1)
-    return {"n": n, "mean_diff": _mean(scaled, exponent), "p_value": p_value}
+    if finite is not None and n >= 2:
+        p_value = (sign_flip_count(finite[0], trials, seed, stop) + 1) / (trials + 1)
+    return {"n": n, "mean_diff": mean, "p_value": p_value}
 
 
 def bootstrap_kernel(values: np.ndarray, level: float, trials: int, seed: int,
                      stop: Callable[[], None] = _never) -> dict[str, float]:
     """The fields of ``bootstrap_ci`` for one group's sorted values."""
     n = len(values)
-    finite = _scaled(values)
-    if finite is None:
-        # An infinite value puts inf (or inf - inf) in the resamples' means: no interval.
-        with np.errstate(invalid="ignore"):
-            mean = float(values.mean())
+    mean, finite = _mean_and_scaled(values)
+    # No interval from fewer than 2 values, nor for an infinite value: it puts inf (or inf - inf)
+    # in the resamples' means.
+    if finite is None or n < 2:
         return {"n": n, "mean": mean, "ci_low": math.nan, "ci_high": math.nan}
     scaled, exponent = finite
-    mean = _mean(scaled, exponent)
-    if n < 2:
-        return {"n": n, "mean": mean, "ci_low": math.nan, "ci_high": math.nan}
     alpha = (1 - level) / 2
     quantiles = np.quantile(bootstrap_means(scaled, trials, seed, stop), [alpha, 1 - alpha])
     low, high = np.ldexp(quantiles, exponent) if exponent else quantiles

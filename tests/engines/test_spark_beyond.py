@@ -156,7 +156,8 @@ def test_errors_name_the_function_and_value(frames) -> None:
         (lambda: duckrank_spark.beyond_accuracy(recs, "ild", 3),
          "unknown beyond-accuracy metric on Spark 'ild'"),
         (lambda: duckrank_spark.beyond_accuracy(recs, "inter_user_diversity", 3, seed=1.5),
-         "inter_user_diversity: seed must be an integer of 64 bits, got 1.5"),
+         "inter_user_diversity: seed must be an integer of an integer type \\(at most 64 "
+         "bits\\), got 1.5"),
         (lambda: duckrank_spark.beyond_accuracy(recs, "inter_user_diversity", 3, pairs=0),
          "inter_user_diversity: pairs must be a positive integer, got 0"),
         (lambda: duckrank_spark.beyond_accuracy(recs, "ips_recall", 3, train=frames["train"]),

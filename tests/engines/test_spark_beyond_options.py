@@ -84,17 +84,24 @@ def test_same_values_as_duckdb(frames, con, case: int) -> None:
 @pytest.mark.parametrize(("metric", "options", "message"), [
     ("catalog_coverage", {"catalog_size": 20, "in_catalog": True},
      "catalog_coverage: in_catalog=True is not in Spark"),
-    ("exposure_entropy", {"unit": "bit"}, "exposure_entropy: unit must be 'bits' or 'nats', got "
-     "'bit'"),
+    ("exposure_entropy", {"unit": "bit"}, "exposure_entropy: unit must be one of 'bits', "
+     "'nats', got 'bit'"),
     ("exposure_gini", {"catalog_size": 20, "denominator": "n-1"},
-     "exposure_gini: denominator must be 'n' or 'n_minus_1', got 'n-1'"),
+     "exposure_gini: denominator must be one of 'n', 'n_minus_1', got 'n-1'"),
+    ("exposure_gini", {}, "exposure_gini: give catalog_size, a positive integer"),
+    ("exposure_gini", {"catalog_size": 2.5},
+     "exposure_gini: catalog_size must be a positive integer, got 2.5"),
     ("user_coverage", {"normalize": None}, "user_coverage: normalize must be true or false"),
-    ("long_tail_share", {"tail_ratio": 0}, "long_tail_share: tail_ratio must be a number above "
-     "0"),
+    ("long_tail_share", {"tail_ratio": 0}, "long_tail_share: tail_ratio must be a finite number "
+     "> 0 or NULL, got 0"),
+    ("arp", {"normalize": None}, "arp: normalize must be true or false, got None"),
+    ("aclt", {"head": "users"}, "aclt: head must be one of 'interactions', 'items', got 'users'"),
+    ("extended_epc", {"threshold": None}, "extended_epc: threshold must be a finite number, got "
+     "None"),
 ])
 def test_errors_name_the_function_option_and_value(frames, metric: str, options: dict,
                                                    message: str) -> None:
-    if metric == "long_tail_share":
+    if metric in ("long_tail_share", "arp", "aclt", "extended_epc"):
         options = {**options, "train": frames["train"]}
     with pytest.raises(ValueError, match=message):
         duckrank_spark.beyond_accuracy(frames["recs"], metric, K, **options).collect()

@@ -124,6 +124,8 @@ def test_the_key_follows_every_source(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(catalog, "_PACKAGE", package)
     before = catalog._key()
     source.write_text("A = 2\n")  # same size, another content
+    assert catalog._key() == before  # read once per process
+    catalog._digest.cache_clear()  # as a new process
     assert catalog._key() != before
 
 

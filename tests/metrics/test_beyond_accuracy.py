@@ -542,12 +542,14 @@ def test_pinned_peer_values(con: duckdb.DuckDBPyConnection, name: str) -> None:
     ("FROM exposure_gini('recs', 5, catalog_size := 3)", "exposure_gini: [0-9]+ distinct items "
      "were recommended, more than the catalogue size 3$"),
     ("FROM long_tail_share('recs', 'train', 3, head_share := 1.5)",
-     "long_tail_share: head_share must be a number in [0, 1], got 1.5"),
+     "long_tail_share: head_share must be a finite number in [0, 1], got 1.5"),
     ("FROM inter_user_diversity('recs', 3, pairs := 0)",
      "inter_user_diversity: pairs must be a positive integer, got 0"),
     ("SELECT rbo([1], [1], 3, p := 1)", "rbo: p must be a number in (0, 1), got 1"),
     ("SELECT rbo([1], [1], 3, variant := 'max')",
-     "rbo: variant must be 'min', 'ext' or 'prefix', got max"),
+     "rbo: variant must be one of 'min', 'ext', 'prefix', got max"),
+    ("FROM inter_user_diversity('recs', 3, seed := 1.0)", "inter_user_diversity: seed must be an "
+     "integer of an integer type (at most 64 bits), got 1.0"),
     ("SELECT jaccard_at([1], [1], NULL)", "jaccard_at: k must be a positive integer, got NULL"),
 ])
 def test_errors_name_function_argument_and_value(con: duckdb.DuckDBPyConnection, query: str,

@@ -329,6 +329,10 @@ def test_hand_mad_ranking() -> None:
         pytest.approx(abs(a - (b + d) / 2), abs=TOL)
     assert con.execute("FROM item_mad_ranking('r', 'gr', 3)").fetchall()[0][0] == \
         pytest.approx(0.5, abs=TOL)
+    for name, groups in (("user_mad_ranking", "ug"), ("item_mad_ranking", "gr")):
+        with pytest.raises(duckdb.Error, match=re.escape(
+                f"{name}: threshold must be a finite number, got NULL")):
+            con.execute(f"FROM {name}('r', '{groups}', 3, threshold := NULL)").fetchall()
 
 
 @pytest.mark.parametrize("threshold", [1, 2])
@@ -361,9 +365,9 @@ def test_mad_ranking_matches_kernels(con: duckdb.DuckDBPyConnection, threshold: 
 
 @pytest.mark.parametrize(("query", "message"), [
     ("FROM aclt('recs', 'train', 3, head := 'users')",
-     "aclt: head must be 'interactions' or 'items', got users"),
+     "aclt: head must be one of 'interactions', 'items', got users"),
     ("FROM aplt('recs', 'train', 3, head_share := 1.5)",
-     "aplt: head_share must be a number in [0, 1], got 1.5"),
+     "aplt: head_share must be a finite number in [0, 1] or NULL, got 1.5"),
     ("FROM pop_rsp('recs', 'train', 0)", "pop_rsp: k must be a positive integer, got 0"),
     ("FROM rsp('recs', 'train', 'dup', 3)", "rsp: item_groups holds item 1 more than once"),
     ("FROM expected_exposure('recs', 3, persistence := 1)",

@@ -231,6 +231,9 @@ def test_hand_extended_epc_and_efd() -> None:
                  {"a": 3.5 * math.log2(5) / norm, "b": None})
     assert per_user(con, "FROM extended_epc('g', 't', 3, threshold := 0)")["b"] == \
         pytest.approx(2 / 9, abs=TOL)
+    with pytest.raises(duckdb.Error, match=re.escape(
+            "extended_efd: threshold must be a finite number, got NULL")):
+        per_user(con, "FROM extended_efd('g', 't', 3, threshold := NULL)")
 
 
 def test_hand_discounted_popularity() -> None:
@@ -316,16 +319,20 @@ def test_replay_categorical_diversity_docstring_example() -> None:
 
 @pytest.mark.parametrize(("query", "message"), [
     ("FROM arp('recs', 'train', 3, discount := 'exp')",
-     "arp: discount must be 'none', 'log' or 'rbp', got exp"),
+     "arp: discount must be one of 'none', 'log', 'rbp', got exp"),
     ("FROM self_information('recs', 'train', 3, discount := NULL)",
-     "self_information: discount must be 'none', 'log' or 'rbp', got NULL"),
+     "self_information: discount must be one of 'none', 'log', 'rbp', got NULL"),
+    ("FROM arp('recs', 'train', 3, normalize := NULL)",
+     "arp: normalize must be true or false, got NULL"),
+    ("FROM self_information('recs', 'train', 3, normalize := NULL)",
+     "self_information: normalize must be true or false, got NULL"),
     ("FROM epc('recs', 'train', 3, discount := 'rbp', persistence := 1)",
      "epc: persistence must be a number in (0, 1), got 1"),
     ("FROM efd('recs', 'train', 0)", "efd: k must be a positive integer, got 0"),
     ("FROM exposure_entropy('recs', 3, discount := 'rbp', persistence := 0)",
      "exposure_entropy: persistence must be a number in (0, 1), got 0"),
     ("FROM rank_biased_entropy('recs', 'categories', 3, smoothing := -1)",
-     "rank_biased_entropy: smoothing must be a number >= 0, got -1"),
+     "rank_biased_entropy: smoothing must be a finite number >= 0, got -1"),
     ("FROM categorical_diversity('recs', 'categories', 3)",
      "categorical_diversity: categories holds item [0-4] more than once"),
 ])

@@ -147,13 +147,13 @@ BAD = [
     ("dr(reward, pscore, action_prob, NULL, v_hat)", "dr: q_hat must be a finite number, got NULL"),
     ("dm(NULL)", "dm: v_hat must be a finite number, got NULL"),
     ("ips(reward, pscore, action_prob, lambda_ := -1)",
-     "ips: lambda_ must be a number in [0.0, infinity], got -1"),
+     "ips: lambda_ must be a number in [0, inf], got -1"),
     ("dr_os(reward, pscore, action_prob, q_hat, v_hat, lambda_ := 'nan'::DOUBLE)",
-     "dr_os: lambda_ must be a number in [0.0, infinity], got nan"),
+     "dr_os: lambda_ must be a number in [0, inf], got nan"),
     ("sg_ips(reward, pscore, action_prob, lambda_ := 1.5)",
-     "sg_ips: lambda_ must be a number in [0.0, 1.0], got 1.5"),
+     "sg_ips: lambda_ must be a number in [0, 1], got 1.5"),
     ("sg_dr(reward, pscore, action_prob, q_hat, v_hat, lambda_ := NULL)",
-     "sg_dr: lambda_ must be a number in [0.0, 1.0], got NULL"),
+     "sg_dr: lambda_ must be a number in [0, 1], got NULL"),
     ("ope_ess(0, action_prob)", "ope_ess: pscore must be in (0, 1], got 0"),
     ("ope_support(pscore, 1.01)", "ope_support: action_prob must be in [0, 1], got 1.01"),
 ]
@@ -181,9 +181,16 @@ def test_integer_and_boolean_rewards_read_as_numbers(plain: duckdb.DuckDBPyConne
 
 
 def test_the_hyperparameters_check_in_python_as_in_sql() -> None:
-    assert DR_OS.hyperparameter.check("dr_os", math.inf) == math.inf
-    with pytest.raises(ValueError, match=r"sg_ips: lambda_ must be a number in \[0.0, 1.0\]"):
+    """One option (``duckrank.options``) gives both checks: infinity is in the clipping
+    thresholds' domain, NaN and text in none."""
+    DR_OS.hyperparameter.check("dr_os", math.inf)
+    with pytest.raises(ValueError, match=r"sg_ips: lambda_ must be a number in \[0, 1\], got 2"):
         SG_IPS.hyperparameter.check("sg_ips", 2)
+    with pytest.raises(ValueError, match=r"dr_os: lambda_ must be a number in \[0, inf\], "
+                       "got nan"):
+        DR_OS.hyperparameter.check("dr_os", math.nan)
+    with pytest.raises(ValueError, match="got '1'"):
+        DR_OS.hyperparameter.check("dr_os", "1")
 
 
 def test_every_record_is_documented_and_the_docs_are_current() -> None:

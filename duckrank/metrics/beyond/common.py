@@ -7,19 +7,46 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from duckrank.options import POSITIVE_INTEGER, PROPORTION, Bounds, Option
 
 Lists = dict[Hashable, Sequence[Hashable] | None]
 
 
-
 @dataclass(frozen=True)
 class Parameter:
-    """A macro parameter; ``default`` None means it must be given (positional)."""
+    """A macro parameter: its ``duckrank.options.Option`` (name, default, doc and, for an option
+    that takes a value rather than a table's or a column's name, its domain: the macro's SQL
+    check, Spark's Python check and the reference's words are derived from it), and whether it
+    must be given (``required``: by position, without a default: recs, k, a side table)."""
 
-    name: str
-    doc: str
-    default: str | None = None
+    option: Option
+    required: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.option.name
+
+    @property
+    def doc(self) -> str:
+        return self.option.doc
+
+    @property
+    def default(self) -> str | None:
+        """The default as SQL text (``'user'``, ``NULL``, ``true``); None when it must be given."""
+        return None if self.required else self.option.sql_default()
+
+
+def required(name: str, doc: str, **domain: object) -> Parameter:
+    """A parameter without a default (given by position); ``domain``: ``Option``'s."""
+    return Parameter(Option(name, None, doc, **domain), required=True)
+
+
+def optional(name: str, default: str | float | None, doc: str, **domain: object) -> Parameter:
+    """A parameter with a default (a Python value: ``'user'``, ``True``, ``0.85``, None for
+    NULL); ``domain``: ``Option``'s (``choices``, ``bounds``, ``boolean``)."""
+    return Parameter(Option(name, default, doc, **domain))
 
 
 @dataclass(frozen=True)
@@ -50,6 +77,14 @@ class BeyondMetric:
             p.name if p.default is None else f"{p.name} := {p.default}" for p in self.parameters
         )
 
+    def option(self, name: str) -> Option:
+        """The option of the parameter ``name``: its default and domain (Spark reads and checks
+        a value with it)."""
+        for parameter in self.parameters:
+            if parameter.name == name:
+                return parameter.option
+        raise KeyError(f"{self.name} has no parameter {name!r}")
+
 
 # --- shared SQL -------------------------------------------------------------------------------
 
@@ -60,43 +95,62 @@ def _column(parameter: str) -> str:
     return f"COLUMNS(lambda c: c = {parameter})"
 
 
-def _k_sql(fn: str) -> str:
-    """k checked and as BIGINT; ``fn`` is SQL text giving the function's name."""
-    return (
-        f"CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error({fn} || ': k must be a "
-        f"positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END"
-    )
+# The parameters the macros share. Table and column names take no domain (a name is checked
+# where the table or column is read); an option's domain is checked by the macro and by Spark.
+_RECS = required("recs", "name of the table or view of recommendations (a string)")
+_K = required("k", "cut-off: the top k of each list", bounds=POSITIVE_INTEGER)
+_USER = optional("user_col", "user", "user column of recs (and of train)")
+_REC = optional("rec_col", "rec", "LIST column of recs, best first")
+_ITEM = optional("item_col", "item", "item column of the side table")
+_CATALOG_SIZE = optional("catalog_size", None, "the number of items in the catalogue (NULL: "
+                         "read from catalog)", bounds=replace(POSITIVE_INTEGER, nullable=True))
+_CATALOG = (optional("catalog", None, "name of a table of the catalogue's items (distinct "
+                     "item_col values)"), _CATALOG_SIZE)
+_TRUTH = optional("truth_col", "truth", "LIST column of recs: the user's relevant items")
+_ITEM_GROUPS = required("item_groups", "name of a table of item_col and group_col, one group "
+                        "per item")
+_GROUP_COL = optional("group_col", "group", "group column of item_groups")
+_TRAIN = required("train", "name of the table of training interactions (user_col, item_col)")
+# Elliot's relevance threshold over graded (MAP) truth: extended_epc, extended_efd and the MAD
+# of rankings.
+_GRADES = optional("truth_col", "truth", "MAP column of recs: the user's graded items (item -> "
+                   "grade)")
+_THRESHOLD = optional("threshold", 1, "the smallest relevant grade (Elliot's relevance "
+                      "threshold)", bounds=Bounds())
+
+
+def _when_invalid(fn: str, parameters: Sequence[Parameter]) -> str:
+    """``WHEN <value outside the domain> THEN <its error>`` for each of ``parameters``, in order
+    (``Option.error_sql``: the error names ``fn``, the option and the value)."""
+    return " ".join("WHEN {} THEN {}".format(*p.option.error_sql(fn)) for p in parameters)
+
+
+def checked_sql(fn: str, value: str, *parameters: Parameter) -> str:
+    """SQL of ``value``, or the error of the first of ``parameters`` whose value is outside its
+    domain."""
+    return f"CASE {_when_invalid(fn, parameters)} ELSE {value} END"
+
+
+def _value(fn: str, parameter: Parameter) -> str:
+    """The value of an option, checked (a true/false option as BOOLEAN): a CASE would read NULL
+    as false, or a misspelt choice as another form, and give another form's number in
+    silence."""
+    name = parameter.name
+    return checked_sql(fn, f"{name}::BOOLEAN" if parameter.option.boolean else name, parameter)
+
+
+# Stands for the function's name in the checks of a helper macro, which is given that name as
+# SQL (its parameter ``fn``): ``_by_fn`` puts the parameter in its place.
+_FN = "\x00fn"
+
+
+def _by_fn(sql: str) -> str:
+    return sql.replace(f"error('{_FN}", "error(fn || '")
 
 
 def _k(name: str) -> str:
-    return _k_sql(f"'{name}'")
-
-
-def _unit_check(fn: str, name: str, low: str, high: str, closed: bool) -> str:
-    """An error unless ``name`` lies in [low, high] (``closed``) or (low, high)."""
-    outside = (f"{name} < {low} OR {name} > {high}" if closed
-               else f"{name} <= {low} OR {name} >= {high}")
-    interval = f"[{low}, {high}]" if closed else f"({low}, {high})"
-    return (
-        f"CASE WHEN {name} IS NULL OR {outside} THEN error('{fn}: {name} must be a number in "
-        f"{interval}, got ' || coalesce({name}::VARCHAR, 'NULL')) END"
-    )
-
-
-def _flag(fn: str, name: str) -> str:
-    """The value of a true/false option, an error when it is NULL (a CASE would read NULL as
-    false and give the other form's number in silence)."""
-    return (f"CASE WHEN {name} IS NULL THEN error('{fn}: {name} must be true or false, got "
-            f"NULL') ELSE {name}::BOOLEAN END")
-
-
-def _choice(fn: str, name: str, values: tuple[str, ...]) -> str:
-    """The value of an option that takes one of ``values`` (text), an error otherwise (a CASE
-    would read a misspelling as the default form in silence)."""
-    listed = ", ".join(f"''{v}''" for v in values[:-1]) + f" or ''{values[-1]}''"
-    return (f"CASE WHEN {name} IN ({', '.join(repr(v) for v in values)}) THEN {name} "
-            f"ELSE error('{fn}: {name} must be {listed}, got ' || coalesce({name}::VARCHAR, "
-            "'NULL')) END")
+    """k, checked, as BIGINT."""
+    return checked_sql(name, "k::BIGINT", _K)
 
 
 def _lists_sql(fn: str) -> str:
@@ -124,7 +178,7 @@ def _top_items_macro(name: str, truth: bool) -> str:
         "  unnest(CASE WHEN coalesce(len(top), 0) = 0 THEN [NULL] ELSE range(1, len(top) + 1) "
         "END) AS pos\n"
         # The list is sliced a level up: DuckDB 1.4 and 1.5 cannot parse COLUMNS(...)[1:k].
-        f"FROM (SELECT \"user\", r[1:{_k_sql('fn')}] AS top{passed} FROM (SELECT "
+        f"FROM (SELECT \"user\", r[1:{_by_fn(_k(_FN))}] AS top{passed} FROM (SELECT "
         f"{_column('user_col')} AS \"user\", {_column('rec_col')} AS r{extra_column} "
         "FROM query_table(recs)))"
     )
@@ -139,7 +193,7 @@ TOP_ITEMS_WITH_TRUTH = _top_items_macro("duckrank_top_items_truth", truth=True)
 # CatalogCoverage on its ready-made long frame.
 RECOMMENDED_ITEMS = (
     "CREATE OR REPLACE MACRO duckrank_recommended_items(fn, recs, k, rec_col) AS TABLE\n"
-    f"SELECT item FROM (SELECT unnest(r[1:{_k_sql('fn')}]) AS item FROM (SELECT "
+    f"SELECT item FROM (SELECT unnest(r[1:{_by_fn(_k(_FN))}]) AS item FROM (SELECT "
     f"{_column('rec_col')} AS r FROM query_table(recs))) WHERE item IS NOT NULL"
 )
 
@@ -180,28 +234,11 @@ CATALOG_SIZE = (
     "table name) or catalog_size (a number of items)')\n"
     "  WHEN catalog IS NOT NULL AND catalog_size IS NOT NULL THEN error(fn || ': give catalog or "
     "catalog_size, not both')\n"
-    "  WHEN catalog_size < 1 OR catalog_size <> trunc(catalog_size) THEN error(fn || ': "
-    "catalog_size must be a positive integer, got ' || catalog_size::VARCHAR)\n"
+    f"  {_by_fn(_when_invalid(_FN, [_CATALOG_SIZE]))}\n"
     f"  ELSE coalesce(catalog_size, (SELECT count(DISTINCT c) FROM {_CATALOG_ITEMS}))::DOUBLE END"
 )
 
 HELPERS = (TOP_ITEMS, TOP_ITEMS_WITH_TRUTH, RECOMMENDED_ITEMS, EXPOSURE, CATALOG_SIZE)
-
-_RECS = Parameter("recs", "name of the table or view of recommendations (a string)")
-_K = Parameter("k", "cut-off: the top k of each list (a positive integer)")
-_USER = Parameter("user_col", "user column of recs (and of train)", "'user'")
-_REC = Parameter("rec_col", "LIST column of recs, best first", "'rec'")
-_ITEM = Parameter("item_col", "item column of the side table", "'item'")
-_CATALOG = (
-    Parameter("catalog", "name of a table of the catalogue's items (distinct item_col values)",
-              "NULL"),
-    Parameter("catalog_size", "the number of items in the catalogue", "NULL"),
-)
-_TRUTH = Parameter("truth_col", "LIST column of recs: the user's relevant items", "'truth'")
-_ITEM_GROUPS = Parameter("item_groups", "name of a table of item_col and group_col, one group "
-                         "per item")
-_GROUP_COL = Parameter("group_col", "group column of item_groups", "'group'")
-_TRAIN = Parameter("train", "name of the table of training interactions (user_col, item_col)")
 
 
 # --- rank discounts (arp, self_information, the exposure metrics, epc, efd, entropy) --------------
@@ -213,24 +250,22 @@ DEFAULT_PERSISTENCE = 0.85  # LensKit's GeometricRankWeight (duckrank's rbp metr
 def discount_parameters(default: str) -> tuple[Parameter, Parameter]:
     """The ``discount`` option (``default`` its default) and the rbp discount's persistence."""
     return (
-        Parameter("discount", "the weight of rank r: 'none' (1), 'log' (ndcg's 1 / log2(r + 1)) "
-                  "or 'rbp' (rbp's persistence^(r - 1))", f"'{default}'"),
-        Parameter("persistence", "the 'rbp' discount's p, a number in (0, 1)",
-                  str(DEFAULT_PERSISTENCE)),
+        optional("discount", default, "the weight of rank r: 'none' (1), 'log' (ndcg's 1 / "
+                 "log2(r + 1)) or 'rbp' (rbp's persistence^(r - 1))", choices=DISCOUNTS),
+        optional("persistence", DEFAULT_PERSISTENCE, "the 'rbp' discount's p",
+                 bounds=PROPORTION),
     )
+
+
+_DISCOUNT, _PERSISTENCE = discount_parameters("none")  # their domains, whatever the default
 
 
 def _weight(fn: str, pos: str = "pos") -> str:
     """SQL of the discount of rank ``pos``, checking discount and persistence (persistence only
     where it is read)."""
-    return (
-        f"CASE WHEN discount = 'none' THEN 1.0 WHEN discount = 'log' THEN 1.0 / log2({pos} + 1) "
-        "WHEN discount = 'rbp' AND persistence > 0 AND persistence < 1 THEN "
-        f"pow(persistence, {pos} - 1) WHEN discount = 'rbp' THEN error('{fn}: persistence must "
-        "be a number in (0, 1), got ' || coalesce(persistence::VARCHAR, 'NULL')) "
-        f"ELSE error('{fn}: discount must be ''none'', ''log'' or ''rbp'', got ' || "
-        "coalesce(discount::VARCHAR, 'NULL')) END"
-    )
+    return checked_sql(fn, f"CASE WHEN discount = 'none' THEN 1.0 WHEN discount = 'log' THEN "
+                       f"1.0 / log2({pos} + 1) ELSE pow({_value(fn, _PERSISTENCE)}, {pos} - 1) "
+                       "END", _DISCOUNT)
 
 
 def discount_weight(rank: int, discount: str = "none",

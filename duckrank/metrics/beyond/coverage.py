@@ -18,17 +18,16 @@ from duckrank.metrics.beyond.common import (
     DEFAULT_PERSISTENCE,
     BeyondMetric,
     Lists,
-    Parameter,
     _catalog_size,
-    _choice,
     _discounted_exposure,
     _exposure_counts,
-    _flag,
     _lists_sql,
     _recommended,
+    _value,
     _weighted_exposure_counts,
     discount_parameters,
     named_table_sql,
+    optional,
     quoted_identifier_sql,
 )
 
@@ -124,10 +123,10 @@ _SOURCE_SHANI = ("Shani and Gunawardana, 'Evaluating Recommendation Systems', Re
 
 # catalog_coverage's options: RecTools' normalize=False (a count, no catalogue needed) and
 # RePlay's Coverage (only the recommended items of the catalogue count).
-_NORMALIZE_SHARE = Parameter("normalize", "true: the share of the catalogue; false: the count "
-                             "(see formula)", "true")
-_IN_CATALOG = Parameter("in_catalog", "true: count only the recommended items that are in the "
-                        "catalog table", "false")
+_NORMALIZE_SHARE = optional("normalize", True, "true: the share of the catalogue; false: the "
+                            "count (see formula)", boolean=True)
+_IN_CATALOG = optional("in_catalog", False, "true: count only the recommended items that are in "
+                       "the catalog table", boolean=True)
 
 CATALOG_COVERAGE = BeyondMetric(
     name="catalog_coverage",
@@ -152,17 +151,22 @@ CATALOG_COVERAGE = BeyondMetric(
     # so the default form costs no join. The size is read only under normalize, so a count
     # needs no catalogue.
     sql="WITH x AS (SELECT item FROM "
-    f"{_recommended('catalog_coverage')} WHERE NOT {_flag('catalog_coverage', 'in_catalog')} "
+    f"{_recommended('catalog_coverage')} WHERE NOT {_value('catalog_coverage', _IN_CATALOG)} "
     f"UNION ALL SELECT item FROM {_recommended('catalog_coverage')} WHERE in_catalog AND item "
     f"IN (SELECT c FROM {_CATALOG_ITEMS}))\n"
     "SELECT CASE WHEN in_catalog AND catalog IS NULL THEN error('catalog_coverage: in_catalog "
     ":= true counts the items of the catalog table; give catalog (a table name), got catalog "
     "NULL') WHEN "
-    f"{_flag('catalog_coverage', 'normalize')} THEN count(DISTINCT item) / "
+    f"{_value('catalog_coverage', _NORMALIZE_SHARE)} THEN count(DISTINCT item) / "
     f"nullif({_catalog_size('catalog_coverage')}, 0) ELSE count(DISTINCT item)::DOUBLE END "
     "AS catalog_coverage FROM x",
     kernel=catalog_coverage_kernel,
 )
+
+_UNIT = optional("unit", "bits", "'bits' (log2) or 'nats' (natural log)",
+                 choices=("bits", "nats"))
+_PER_ITEM = optional("per_item", False, "true: divided by the number of distinct items "
+                     "recommended", boolean=True)
 
 EXPOSURE_ENTROPY = BeyondMetric(
     name="exposure_entropy",
@@ -185,28 +189,30 @@ EXPOSURE_ENTROPY = BeyondMetric(
     "(recbole/evaluator/metrics.py).",
     source=_SOURCE_SHANI + ", eq. (21)",
     parameters=(_RECS, _K, *discount_parameters("none"),
-                Parameter("unit", "'bits' (log2) or 'nats' (natural log)", "'bits'"),
-                Parameter("per_item", "true: divided by the number of distinct items "
-                          "recommended", "false"), _USER, _REC),
+                _UNIT, _PER_ITEM, _USER, _REC),
     sql="SELECT sum(n * (log2(t) - log2(n))) / any_value(t) * CASE WHEN "
-    f"{_choice('exposure_entropy', 'unit', ('bits', 'nats'))} = 'nats' THEN ln(2) ELSE 1 END "
-    f"/ CASE WHEN {_flag('exposure_entropy', 'per_item')} THEN count(*) ELSE 1 END "
+    f"{_value('exposure_entropy', _UNIT)} = 'nats' THEN ln(2) ELSE 1 END "
+    f"/ CASE WHEN {_value('exposure_entropy', _PER_ITEM)} THEN count(*) ELSE 1 END "
     "AS exposure_entropy "
     f"FROM (SELECT n, sum(n) OVER () AS t FROM {_discounted_exposure('exposure_entropy')})",
     kernel=exposure_entropy_kernel,
 )
 
+_DENOMINATOR = optional("denominator", "n", "'n' (N, the catalogue size) or 'n_minus_1' (N - 1)",
+                        choices=("n", "n_minus_1"))
+_COMPLEMENT = optional("complement", False, "true: 1 - the Gini index", boolean=True)
+
 # The Gini index over e (n, r, d, size: the exposures ranked, the distinct items and N).
 _GINI = (
     "sum((2 * (size - d + r) - size - 1) * n) / (CASE WHEN "
-    f"{_choice('exposure_gini', 'denominator', ('n', 'n_minus_1'))} = 'n_minus_1' THEN "
+    f"{_value('exposure_gini', _DENOMINATOR)} = 'n_minus_1' THEN "
     "nullif(max(size) - 1, 0) ELSE max(size) END * sum(n))"
 )
 
 
 def _complemented(fn: str, value: str) -> str:
     """SQL of ``value``, or 1 - it when the complement option is true."""
-    return f"CASE WHEN {_flag(fn, 'complement')} THEN 1 - {value} ELSE {value} END"
+    return f"CASE WHEN {_value(fn, _COMPLEMENT)} THEN 1 - {value} ELSE {value} END"
 
 
 EXPOSURE_GINI = BeyondMetric(
@@ -233,10 +239,7 @@ EXPOSURE_GINI = BeyondMetric(
     "catalogue (elliot/evaluation/metrics/diversity/gini_index, from its source).",
     source=_SOURCE_SHANI + ", Gini index",
     parameters=(_RECS, _K, *_CATALOG, *discount_parameters("none"),
-                Parameter("denominator", "'n' (N, the catalogue size) or 'n_minus_1' (N - 1)",
-                          "'n'"),
-                Parameter("complement", "true: 1 - the Gini index", "false"), _USER, _REC,
-                _ITEM),
+                _DENOMINATOR, _COMPLEMENT, _USER, _REC, _ITEM),
     # An item outside a named catalogue would take the place of a catalogue item counted 0:
     # a wrong number in silence, so it is refused (a catalogue given by size cannot be checked).
     sql=f"WITH x AS (FROM {_discounted_exposure('exposure_gini')}),\n"
@@ -255,7 +258,8 @@ EXPOSURE_GINI = BeyondMetric(
 
 # --- users: who gets a list, a full one, one without repeats (RecTools' data-quality metrics) ---
 
-_DEEP = Parameter("deep", "false: 1 or 0 per user; true: the share (see formula)", "false")
+_DEEP = optional("deep", False, "false: 1 or 0 per user; true: the share (see formula)",
+                 boolean=True)
 # The non-NULL items of a row's top k (`top` of _lists_sql). list_count is 2x faster than
 # len(list_filter(top, lambda x: x IS NOT NULL)) at 1,000,000 rows, and list_unique 1.15x
 # faster than len(list_distinct(top)) (both skip NULL).
@@ -266,6 +270,11 @@ _TEST_USERS = (
     "query(CASE WHEN test IS NULL THEN 'SELECT NULL AS u LIMIT 0' ELSE 'SELECT ' || "
     f"{quoted_identifier_sql('user_col')} || ' AS u FROM ' || {named_table_sql('test')} END)"
 )
+
+_FULL_LISTS = optional("full_lists", False, "false: covered with one item; true: with k items",
+                       boolean=True)
+_NORMALIZE_USERS = optional("normalize", True, "true: user_coverage is the share; false: the "
+                            "count", boolean=True)
 
 USER_COVERAGE = BeyondMetric(
     name="user_coverage",
@@ -289,21 +298,17 @@ USER_COVERAGE = BeyondMetric(
     source="Ge, Delgado-Battenfeld and Jannach, 'Beyond accuracy: evaluating recommender "
     "systems by coverage and serendipity' (RecSys 2010), prediction coverage over users; "
     "Elliot (Anelli et al., SIGIR 2021) and RecTools 0.19 (rectools.metrics.dq)",
-    parameters=(_RECS, _K, Parameter("test", "name of a table whose user_col values are the "
-                                     "users to cover (e.g. the test interactions)", "NULL"),
-                Parameter("full_lists", "false: covered with one item; true: with k items",
-                          "false"),
-                Parameter("normalize", "true: user_coverage is the share; false: the count",
-                          "true"),
-                _USER, _REC),
+    parameters=(_RECS, _K, optional("test", None, "name of a table whose user_col values are the "
+                                    "users to cover (e.g. the test interactions)"),
+                _FULL_LISTS, _NORMALIZE_USERS, _USER, _REC),
     # The covered users as a set probed by IN (a mark join), not a GROUP BY of recs joined to
     # the users: 0.17 s against 0.42 s at 1,000,000 users and 5,000,000 test rows.
     sql=f"WITH l AS ({_lists_sql('user_coverage')}),\n"
     f"c AS (SELECT \"user\" FROM l WHERE coalesce({_N_ITEMS} >= CASE WHEN "
-    f"{_flag('user_coverage', 'full_lists')} THEN kk ELSE 1 END, false)),\n"
+    f"{_value('user_coverage', _FULL_LISTS)} THEN kk ELSE 1 END, false)),\n"
     "u AS (SELECT DISTINCT \"user\" AS u FROM l WHERE test IS NULL AND \"user\" IS NOT NULL "
     f"UNION ALL SELECT DISTINCT u FROM {_TEST_USERS} WHERE test IS NOT NULL AND u IS NOT NULL)\n"
-    f"SELECT CASE WHEN {_flag('user_coverage', 'normalize')} THEN covered / nullif(users, 0) "
+    f"SELECT CASE WHEN {_value('user_coverage', _NORMALIZE_USERS)} THEN covered / nullif(users, 0) "
     "ELSE covered::DOUBLE END AS user_coverage, covered AS covered_users, users FROM "
     "(SELECT count(*) FILTER (WHERE m) AS covered, count(*) AS users FROM (SELECT u IN "
     "(SELECT \"user\" FROM c) AS m FROM u))",
@@ -325,7 +330,7 @@ SUFFICIENT_RECO = BeyondMetric(
     source="RecTools 0.19, rectools.metrics.dq (recommendations data quality)",
     parameters=(_RECS, _K, _DEEP, _USER, _REC),
     sql=f"SELECT \"user\", CASE WHEN top IS NULL THEN NULL WHEN "
-    f"{_flag('sufficient_reco', 'deep')} THEN {_N_ITEMS} / kk ELSE "
+    f"{_value('sufficient_reco', _DEEP)} THEN {_N_ITEMS} / kk ELSE "
     f"({_N_ITEMS} >= kk)::DOUBLE END AS sufficient_reco FROM ({_lists_sql('sufficient_reco')})",
     kernel=sufficient_reco_kernel,
 )
@@ -344,7 +349,7 @@ UNREPEATED_RECO = BeyondMetric(
     source="RecTools 0.19, rectools.metrics.dq (recommendations data quality)",
     parameters=(_RECS, _K, _DEEP, _USER, _REC),
     sql="SELECT \"user\", CASE WHEN n = 0 THEN NULL WHEN "
-    f"{_flag('unrepeated_reco', 'deep')} THEN d / n ELSE (d = n)::DOUBLE END "
+    f"{_value('unrepeated_reco', _DEEP)} THEN d / n ELSE (d = n)::DOUBLE END "
     f"AS unrepeated_reco FROM (SELECT \"user\", coalesce({_N_ITEMS}, 0) AS n, "
     f"list_unique(top) AS d FROM ({_lists_sql('unrepeated_reco')}))",
     kernel=unrepeated_reco_kernel,

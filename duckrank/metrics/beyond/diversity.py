@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,7 +18,6 @@ from duckrank.metrics.beyond.common import (
     DEFAULT_PERSISTENCE,
     BeyondMetric,
     Lists,
-    Parameter,
     _column,
     _jaccard_distance,
     _k,
@@ -26,9 +27,13 @@ from duckrank.metrics.beyond.common import (
     _top,
     _tops,
     _weighted_top,
+    checked_sql,
     discount_parameters,
     discount_weight,
+    optional,
+    required,
 )
+from duckrank.options import POSITIVE_INTEGER, Bounds
 
 # --- kernels (plain Python/numpy over dicts of lists: the independent check) -----------------
 
@@ -124,9 +129,9 @@ ILD_EMBEDDING = BeyondMetric(
     "distances and gives 0 there).",
     source="Ziegler, McNee, Konstan and Lausen, 'Improving recommendation lists through topic "
     "diversification' (WWW 2005)",
-    parameters=(_RECS, Parameter("embeddings", "name of the table of item embeddings"), _K,
-                Parameter("vector_col", "vector column of embeddings", "'embedding'"), _USER,
-                _REC, _ITEM),
+    parameters=(_RECS, required("embeddings", "name of the table of item embeddings"), _K,
+                optional("vector_col", "embedding", "vector column of embeddings"), _USER, _REC,
+                _ITEM),
     # With unit vectors u_i, the sum over pairs i < j of cos = (|sum_i u_i|^2 - m) / 2: each
     # user needs the sum of its m vectors, dimension by dimension (one GROUP BY over the
     # unnested components), not its m (m - 1) / 2 pairs. The pairs with their vectors joined
@@ -150,6 +155,9 @@ ILD_EMBEDDING = BeyondMetric(
     kernel=ild_embedding_kernel,
 )
 
+_CATEGORY_TABLE = required("categories", "name of the table of item categories")
+_CATEGORY_COL = optional("category_col", "category", "category column of categories")
+
 ILD_CATEGORY = BeyondMetric(
     name="ild_category",
     kind="per_user",
@@ -165,9 +173,7 @@ ILD_CATEGORY = BeyondMetric(
     "categories gives twice this value (two features differ per pair). RePlay "
     "CategoricalDiversity is another metric (distinct categories / k).",
     source="Ziegler et al. (WWW 2005), with a 0/1 category distance",
-    parameters=(_RECS, Parameter("categories", "name of the table of item categories"), _K,
-                Parameter("category_col", "category column of categories", "'category'"),
-                _USER, _REC, _ITEM),
+    parameters=(_RECS, _CATEGORY_TABLE, _K, _CATEGORY_COL, _USER, _REC, _ITEM),
     sql="WITH c AS ("
     + _one_row_per_item("ild_category", "categories", f"SELECT {_column('item_col')} AS item, "
                         f"{_column('category_col')} AS cat FROM query_table(categories)")
@@ -178,9 +184,6 @@ ILD_CATEGORY = BeyondMetric(
     "AS ild_category FROM per GROUP BY \"user\"",
     kernel=ild_category_kernel,
 )
-
-_CATEGORY_TABLE = Parameter("categories", "name of the table of item categories")
-_CATEGORY_COL = Parameter("category_col", "category column of categories", "'category'")
 
 CATEGORICAL_DIVERSITY = BeyondMetric(
     name="categorical_diversity",
@@ -207,6 +210,8 @@ CATEGORICAL_DIVERSITY = BeyondMetric(
     kernel=categorical_diversity_kernel,
 )
 
+_SMOOTHING = optional("smoothing", 0, "added to every category's weight", bounds=Bounds(0))
+
 RANK_BIASED_ENTROPY = BeyondMetric(
     name="rank_biased_entropy",
     kind="per_user",
@@ -228,15 +233,14 @@ RANK_BIASED_ENTROPY = BeyondMetric(
     source="LensKit 2026.4 (lenskit.metrics.RankBiasedEntropy); rank-biased weighting of "
     "Moffat and Zobel, 'Rank-biased precision' (ACM TOIS 2008)",
     parameters=(_RECS, _CATEGORY_TABLE, _K, *discount_parameters("rbp"),
-                Parameter("smoothing", "added to every category's weight (>= 0)", "0"),
+                _SMOOTHING,
                 _CATEGORY_COL, _USER, _REC, _ITEM),
     sql=f"WITH c AS (SELECT DISTINCT {_column('item_col')} AS item, {_column('category_col')} "
     "AS cat FROM query_table(categories)),\n"
     "m AS (SELECT item, cat, 1.0 / count(*) OVER (PARTITION BY item) AS share FROM c "
     "WHERE item IS NOT NULL AND cat IS NOT NULL),\n"
-    "s AS (SELECT CASE WHEN smoothing IS NULL OR smoothing < 0 THEN error('rank_biased_entropy: "
-    "smoothing must be a number >= 0, got ' || coalesce(smoothing::VARCHAR, 'NULL')) ELSE "
-    "smoothing::DOUBLE END AS s, (SELECT count(DISTINCT cat) FROM m) AS n),\n"
+    f"s AS (SELECT {checked_sql('rank_biased_entropy', 'smoothing::DOUBLE', _SMOOTHING)} AS s, "
+    "(SELECT count(DISTINCT cat) FROM m) AS n),\n"
     "e AS (SELECT t.\"user\", m.cat, sum(t.w * m.share) AS e FROM "
     f"{_weighted_top('rank_biased_entropy')} t JOIN m ON t.item = m.item "
     "GROUP BY t.\"user\", m.cat),\n"
@@ -248,6 +252,27 @@ RANK_BIASED_ENTROPY = BeyondMetric(
     "\"user\" FROM query_table(recs)) r LEFT JOIN h ON r.\"user\" = h.\"user\"",
     kernel=rank_biased_entropy_kernel,
 )
+
+@dataclass(frozen=True)
+class IntegerTyped(Bounds):
+    """A whole number of an integer *type* within 64 bits: duckrank's seeded hash reads an
+    integer's bits but another type's text, so a seed 1.0 (a DECIMAL or a DOUBLE) would draw
+    other pairs than 1, in silence."""
+
+    low: float | None = -2**63
+    high: float | None = 2**63 - 1
+    whole: bool = True
+    words: str = "an integer of an integer type (at most 64 bits)"
+
+    def tests_sql(self, option: str) -> list[str]:
+        return [f"typeof({option}) NOT IN ({seeded_hash.SQL_INTEGER_TYPES})"]
+
+    def accepts(self, value: object) -> bool:
+        return isinstance(value, numbers.Integral) and super().accepts(value)
+
+
+_SAMPLING = (optional("pairs", 100000, "pairs of users to sample", bounds=POSITIVE_INTEGER),
+             optional("seed", 0, "sampling seed", bounds=IntegerTyped()))
 
 # Pairs of users, numbered 1..n in the order of their ids. All n (n - 1) / 2 pairs when they are
 # at most `pairs` (pair j -> (a, b) by inverting j = a (a - 1) / 2 + b); otherwise `pairs` pairs
@@ -267,19 +292,13 @@ INTER_USER_DIVERSITY = BeyondMetric(
     peers="No peer has it for lists (RecTools, RePlay and Recommenders do not); checked against "
     "the exact mean over all pairs.",
     source="Zhou et al. (PNAS 2010), personalisation as the mean inter-list distance",
-    parameters=(_RECS, _K, Parameter("pairs", "pairs of users to sample", "100000"),
-                Parameter("seed", "sampling seed", "0"), _USER, _REC),
+    parameters=(_RECS, _K, *_SAMPLING, _USER, _REC),
     sql="WITH s AS (SELECT row_number() OVER (ORDER BY \"user\") AS i, top FROM (SELECT "
     f"{_column('user_col')} AS \"user\", list_distinct(coalesce({_column('rec_col')}, [])[1:"
     f"{_k('inter_user_diversity')}]) AS top FROM query_table(recs))),\n"
     "n AS (SELECT count(*) AS n, count(*) * (count(*) - 1) // 2 <= pairs AS exact FROM s),\n"
-    "j AS (SELECT range AS j FROM range(CASE WHEN pairs IS NULL OR pairs < 1 OR pairs <> "
-    "trunc(pairs) THEN error('inter_user_diversity: pairs must be a positive integer, got ' || "
-    "coalesce(pairs::VARCHAR, 'NULL')) "
-    f"WHEN typeof(seed) NOT IN ({seeded_hash.SQL_INTEGER_TYPES}) "
-    "THEN error('inter_user_diversity: seed must be an integer (at most 64 bits), got ' || "
-    "coalesce(seed::VARCHAR, 'NULL') || ' of type ' || "
-    "typeof(seed)) ELSE pairs::BIGINT END)),\n"
+    "j AS (SELECT range AS j FROM range("
+    f"{checked_sql('inter_user_diversity', 'pairs::BIGINT', *_SAMPLING)})),\n"
     "p AS (SELECT CASE WHEN n.exact THEN floor((1 + sqrt(1 + 8 * j)) / 2)::BIGINT + 1 "
     f"ELSE 1 + {seeded_hash.sql('seed', 'j', '0')} % n.n END AS a, "
     "CASE WHEN n.exact THEN j - (floor((1 + sqrt(1 + 8 * j)) / 2)::BIGINT "

@@ -19,10 +19,12 @@ from duckrank.metrics.beyond.common import (
     _USER,
     BeyondMetric,
     Lists,
-    Parameter,
     _column,
     _given_groups_sql,
+    checked_sql,
+    optional,
 )
+from duckrank.options import PROPORTION
 
 # --- kernels (plain Python from the paper's definitions: the independent check) ---------------
 
@@ -96,11 +98,8 @@ def group_expected_exposure_kernel(recs: Iterable[tuple[Hashable, Sequence | Non
 # by samples for the expected exposure).
 def _exposure_sql(fn: str) -> str:
     return (
-        "r AS (SELECT \"user\", l[1:CASE WHEN persistence IS NULL OR persistence <= 0 OR "
-        f"persistence >= 1 THEN error('{fn}: persistence must be a number in (0, 1), got ' || "
-        "coalesce(persistence::VARCHAR, 'NULL')) WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN "
-        f"error('{fn}: k must be a positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) "
-        f"ELSE k::BIGINT END] AS top, truth FROM (SELECT {_column('user_col')} AS \"user\", "
+        f"r AS (SELECT \"user\", l[1:{checked_sql(fn, 'k::BIGINT', _PERSISTENCE, _K)}] AS top, "
+        f"truth FROM (SELECT {_column('user_col')} AS \"user\", "
         f"{_column('rec_col')} AS l, {_column('truth_col')} AS truth FROM query_table(recs))),\n"
         "u AS (SELECT \"user\", count(*) AS samples, list_distinct(any_value(truth)) AS truth "
         "FROM r GROUP BY \"user\"),\n"
@@ -114,8 +113,8 @@ def _exposure_sql(fn: str) -> str:
 _TARGET = "(1 - pow(persistence, len(u.truth))) / (len(u.truth) * (1 - persistence))"
 _SOURCE_DIAZ = ("Diaz, Mitra, Ekstrand, Biega and Carterette, 'Evaluating stochastic rankings "
                 "with expected exposure' (CIKM 2020, doi:10.1145/3340531.3411962), section 4")
-_PERSISTENCE = Parameter("persistence", "the RBP persistence p (the browsing model's "
-                         "patience), in (0, 1)", "0.5")
+_PERSISTENCE = optional("persistence", 0.5, "the RBP persistence p (the browsing model's "
+                        "patience)", bounds=PROPORTION)
 
 EXPECTED_EXPOSURE = BeyondMetric(
     name="expected_exposure",

@@ -20,23 +20,30 @@ import numpy as np
 
 from duckrank.metrics.beyond import exposure
 from duckrank.metrics.beyond.common import (
+    _GRADES,
     _GROUP_COL,
     _ITEM,
     _ITEM_GROUPS,
     _K,
     _REC,
     _RECS,
+    _THRESHOLD,
     _TRAIN,
     _TRUTH,
     _USER,
     BeyondMetric,
     Lists,
-    Parameter,
     _column,
     _given_groups_sql,
+    _k,
     _top,
     _tops,
+    _value,
+    checked_sql,
+    optional,
+    required,
 )
+from duckrank.options import Bounds
 
 Pairs = Iterable[tuple[Hashable, Hashable]]
 HEADS = ("interactions", "items")
@@ -262,10 +269,10 @@ def item_mad_ranking_kernel(recs: Lists, grades: dict, k: int, item_groups: dict
 # --- SQL --------------------------------------------------------------------------------------
 
 _HEAD = (
-    Parameter("head", "how the popular head is chosen: 'interactions' (Elliot's) or 'items'",
-              "'interactions'"),
-    Parameter("head_share", "the head's share: of the interactions (default 0.8) or of the "
-              "items (default 0.2)", "NULL"),
+    optional("head", "interactions", "how the popular head is chosen: 'interactions' (Elliot's) "
+             "or 'items'", choices=HEADS),
+    optional("head_share", None, "the head's share: of the interactions (default 0.8) or of the "
+             "items (default 0.2)", bounds=Bounds(0, 1, interval=True, nullable=True)),
 )
 
 
@@ -277,16 +284,13 @@ def _train_pairs_sql() -> str:
 
 def _groups_sql(fn: str) -> str:
     """g(item, grp): 'head' or 'tail' for every item of train, by the head option (needs tr)."""
-    checked = (f"CASE WHEN head IS NULL OR head NOT IN ('interactions', 'items') THEN error('{fn}: "
-               "head must be ''interactions'' or ''items'', got ' || coalesce(head, 'NULL')) "
-               "ELSE head END")
-    share = (f"CASE WHEN head_share IS NOT NULL AND (head_share < 0 OR head_share > 1) THEN "
-             f"error('{fn}: head_share must be a number in [0, 1], got ' || head_share::VARCHAR) "
-             "ELSE coalesce(head_share, CASE WHEN head = 'items' THEN 0.2 ELSE 0.8 END) END")
+    head, head_share = _HEAD
+    share = (f"coalesce({_value(fn, head_share)}, CASE WHEN head = 'items' THEN "
+             f"{DEFAULT_SHARE['items']} ELSE {DEFAULT_SHARE['interactions']} END)")
     # The branches below are chosen by h, read from `share`, so that the checks run: a filter
     # on the constant head alone was planned away (DuckDB 1.4) and a bad head gave no error.
     return (
-        f"share AS (SELECT {share} AS s, {checked} AS h),\n"
+        f"share AS (SELECT {share} AS s, {_value(fn, head)} AS h),\n"
         "users_of AS (SELECT item, count(*) AS n FROM tr GROUP BY item),\n"
         f"rows_of AS (SELECT {_column('item_col')} AS item, count(*) AS n FROM query_table(train) "
         "WHERE item IS NOT NULL GROUP BY item),\n"
@@ -454,6 +458,11 @@ def _parity(kind: str, popularity: bool) -> BeyondMetric:
 POP_REO, POP_RSP = _parity("reo", popularity=True), _parity("rsp", popularity=True)
 REO, RSP = _parity("reo", popularity=False), _parity("rsp", popularity=False)
 
+_USER_GROUPS = required("user_groups", "name of a table of user_col and user_group_col, one "
+                        "group per user")
+_USER_GROUP_COL = optional("user_group_col", "group", "group column of user_groups")
+
+
 def _user_groups_sql(fn: str) -> str:
     """ug(u, grp) from the user_groups table, one group per user (a user given twice is an
     error: the joins would count it twice)."""
@@ -488,10 +497,7 @@ BIAS_DISPARITY = BeyondMetric(
     "calculations and the kernel.",
     source="Tsintzou, Pitoura and Tsaparas, 'Bias disparity in recommendation systems' "
     "(RMSE workshop, RecSys 2018); Elliot (Anelli et al., SIGIR 2021)",
-    parameters=(_RECS, _TRAIN, Parameter("user_groups", "name of a table of user_col and "
-                                         "user_group_col, one group per user"),
-                _ITEM_GROUPS, _K, _GROUP_COL,
-                Parameter("user_group_col", "group column of user_groups", "'group'"),
+    parameters=(_RECS, _TRAIN, _USER_GROUPS, _ITEM_GROUPS, _K, _GROUP_COL, _USER_GROUP_COL,
                 _USER, _REC, _ITEM),
     sql=f"WITH {_train_pairs_sql()},\n"
     + _given_groups_sql("bias_disparity").replace("g AS (", "ig AS (", 1) + ",\n"
@@ -513,11 +519,8 @@ BIAS_DISPARITY = BeyondMetric(
 
 # --- MAD between groups of users or items (Elliot's UserMADrating, ItemMADrating) --------------
 
-_SCORES = Parameter("scores_col", "LIST column of recs: the predicted score of each item of "
-                    "rec_col, in its order", "'score'")
-_USER_GROUPS = Parameter("user_groups", "name of a table of user_col and user_group_col, one "
-                         "group per user")
-_USER_GROUP_COL = Parameter("user_group_col", "group column of user_groups", "'group'")
+_SCORES = optional("scores_col", "score", "LIST column of recs: the predicted score of each "
+                   "item of rec_col, in its order")
 _SOURCE_MAD = ("Zhu, Wang and Caverlee (SIGIR 2020) and Deldjoo et al., 'A flexible framework "
                "for evaluating user and item fairness' (TOIS 2021), MAD; Elliot (Anelli et al., "
                "SIGIR 2021) UserMADrating and ItemMADrating")
@@ -548,11 +551,6 @@ _MAD = ("SELECT CASE WHEN count(*) FILTER (WHERE x.a IS NULL OR y.a IS NULL) = 0
         "avg(abs(x.a - y.a)) END AS {fn} FROM ga x JOIN ga y ON x.grp < y.grp")
 
 
-def _k_value(fn: str) -> str:
-    return (f"CASE WHEN k IS NULL OR k < 1 OR k <> trunc(k) THEN error('{fn}: k must be a "
-            "positive integer, got ' || coalesce(k::VARCHAR, 'NULL')) ELSE k::BIGINT END")
-
-
 USER_MAD_RATING = BeyondMetric(
     name="user_mad_rating",
     kind="catalogue",
@@ -567,7 +565,7 @@ USER_MAD_RATING = BeyondMetric(
     "checked by hand calculations and the kernel.",
     source=_SOURCE_MAD,
     parameters=(_RECS, _USER_GROUPS, _K, _SCORES, _TRUTH, _USER_GROUP_COL, _USER, _REC),
-    sql="WITH " + _SCORED.format(k=_k_value("user_mad_rating"), fn="user_mad_rating") + ",\n"
+    sql="WITH " + _SCORED.format(k=_k("user_mad_rating"), fn="user_mad_rating") + ",\n"
     + _user_groups_sql("user_mad_rating") + ",\n"
     "v AS (SELECT \"user\", avg(s) AS v FROM scored GROUP BY \"user\"),\n"
     + _GROUP_AVERAGES.format(groups="ug", key="\"user\"", member="u")
@@ -590,7 +588,7 @@ ITEM_MAD_RATING = BeyondMetric(
     "checked by hand calculations and the kernel.",
     source=_SOURCE_MAD,
     parameters=(_RECS, _ITEM_GROUPS, _K, _SCORES, _TRUTH, _GROUP_COL, _USER, _REC, _ITEM),
-    sql="WITH " + _SCORED.format(k=_k_value("item_mad_rating"), fn="item_mad_rating") + ",\n"
+    sql="WITH " + _SCORED.format(k=_k("item_mad_rating"), fn="item_mad_rating") + ",\n"
     + _given_groups_sql("item_mad_rating") + ",\n"
     "v AS (SELECT item, sum(CASE WHEN list_contains(truth, item) THEN s ELSE 0 END) / count(*) "
     "AS v FROM scored GROUP BY item),\n"
@@ -599,10 +597,6 @@ ITEM_MAD_RATING = BeyondMetric(
     kernel=item_mad_rating_kernel,
 )
 
-_GRADES = Parameter("truth_col", "MAP column of recs: the user's graded items (item -> grade)",
-                    "'truth'")
-_THRESHOLD = Parameter("threshold", "the smallest relevant grade (Elliot's relevance "
-                       "threshold)", "1")
 _GAIN = ("CASE WHEN {g} >= threshold THEN 2 ^ ({g} - threshold + 1) - 1 ELSE 0 END")
 _GRADE_OF = "map_values(truth)[list_position(map_keys(truth), {i})]"
 _MAD_RANKING_CONVENTIONS = (
@@ -614,11 +608,11 @@ _MAD_RANKING_CONVENTIONS = (
 
 def _graded_lists_sql(fn: str) -> str:
     """gl(user, top, truth): the top k and the graded truth of each user with a gain."""
-    return (f"gl AS (SELECT \"user\", l[1:{_k_value(fn)}] AS top, k::BIGINT AS kk, truth FROM "
-            "(SELECT "
-            f"{_column('user_col')} AS \"user\", {_column('rec_col')} AS l, "
-            f"{_column('truth_col')} AS truth FROM query_table(recs)) WHERE "
-            "len(list_filter(map_values(truth), lambda x: x >= threshold)) > 0)")
+    graded = checked_sql(fn, "len(list_filter(map_values(truth), lambda x: x >= threshold)) > 0",
+                         _THRESHOLD)
+    return (f"gl AS (SELECT \"user\", l[1:{_k(fn)}] AS top, k::BIGINT AS kk, truth FROM "
+            f"(SELECT {_column('user_col')} AS \"user\", {_column('rec_col')} AS l, "
+            f"{_column('truth_col')} AS truth FROM query_table(recs)) WHERE {graded})")
 
 
 USER_MAD_RANKING = BeyondMetric(

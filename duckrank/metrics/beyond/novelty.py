@@ -11,30 +11,34 @@ import numpy as np
 
 from duckrank.metrics.beyond.common import (
     _CATALOG,
+    _GRADES,
     _ITEM,
     _K,
     _REC,
     _RECS,
+    _THRESHOLD,
     _TRAIN,
     _TRUTH,
     _USER,
     DEFAULT_PERSISTENCE,
     BeyondMetric,
     Lists,
-    Parameter,
     _catalog_size,
-    _choice,
     _column,
     _discounted_mean,
     _per_user,
     _positioned,
     _top,
     _train_items,
-    _unit_check,
+    _value,
     _weighted_top,
+    _when_invalid,
+    checked_sql,
     discount_parameters,
     discount_weight,
+    optional,
 )
+from duckrank.options import Bounds
 
 # --- kernels (plain Python/numpy over dicts of lists: the independent check) -----------------
 
@@ -157,7 +161,7 @@ def serendipity_kernel(recs: Lists, truths: Lists, k: int,
 
 # --- the records ------------------------------------------------------------------------------
 
-_NORMALIZE = Parameter("normalize", "see conventions", "false")
+_NORMALIZE = optional("normalize", False, "see conventions", boolean=True)
 
 ARP = BeyondMetric(
     name="arp",
@@ -180,12 +184,15 @@ ARP = BeyondMetric(
     sql=f"WITH pop AS ({_train_items()}),\n"
     "counts AS (SELECT item, count(*)::DOUBLE AS n FROM pop WHERE item IS NOT NULL GROUP BY item)\n"
     "SELECT t.\"user\", sum(t.w * coalesce(c.n, 0)) / sum(t.w) / "
-    "CASE WHEN normalize THEN (SELECT count(item) FROM pop) ELSE 1 END AS arp\n"
+    f"CASE WHEN {_value('arp', _NORMALIZE)} THEN (SELECT count(item) FROM pop) ELSE 1 END "
+    "AS arp\n"
     f"FROM {_weighted_top('arp')} t LEFT JOIN counts c ON t.item = c.item GROUP BY t.\"user\"",
     kernel=arp_kernel,
 )
 
-_POPULARITY = _choice("self_information", "popularity", ("users", "interactions"))
+_POPULARITY = optional("popularity", "users", "'users' (distinct training users of the item) "
+                       "or 'interactions' (its training interactions)",
+                       choices=("users", "interactions"))
 
 SELF_INFORMATION = BeyondMetric(
     name="self_information",
@@ -209,9 +216,7 @@ SELF_INFORMATION = BeyondMetric(
     source="Zhou et al., 'Solving the apparent diversity-accuracy dilemma of recommender "
     "systems' (PNAS 2010), novelty as self-information",
     parameters=(_RECS, _TRAIN, _K, _NORMALIZE, *discount_parameters("none"),
-                Parameter("popularity", "'users' (distinct training users of the item) or "
-                          "'interactions' (its training interactions)", "'users'"), _USER,
-                _REC, _ITEM),
+                _POPULARITY, _USER, _REC, _ITEM),
     # users(i) counts the distinct (user, item) pairs per item: one hash set of the pairs
     # instead of a count(DISTINCT) per item, which held a set per item (3x the peak memory at
     # 100,000 users x 500,000 interactions: 63 MB against 21 MB, same time). The constant
@@ -219,15 +224,16 @@ SELF_INFORMATION = BeyondMetric(
     sql=f"WITH tr AS (SELECT {_column('user_col')} AS u, {_column('item_col')} AS item "
     "FROM query_table(train)),\n"
     "users AS (SELECT item, count(u)::DOUBLE AS n FROM (SELECT DISTINCT u, item FROM tr) "
-    f"WHERE {_POPULARITY} = 'users' AND item IS NOT NULL GROUP BY item UNION ALL SELECT item, "
-    "count(*)::DOUBLE FROM tr WHERE popularity = 'interactions' AND item IS NOT NULL GROUP BY "
-    "item),\n"
+    f"WHERE {_value('self_information', _POPULARITY)} = 'users' AND item IS NOT NULL GROUP BY "
+    "item UNION ALL SELECT item, count(*)::DOUBLE FROM tr WHERE popularity = 'interactions' AND "
+    "item IS NOT NULL GROUP BY item),\n"
     "total AS (SELECT (CASE WHEN popularity = 'interactions' THEN count(item) ELSE "
     "count(DISTINCT u) END)::DOUBLE AS n FROM tr)\n"
     "SELECT t.\"user\", sum(t.w * CASE WHEN popularity = 'interactions' THEN "
     "coalesce(-log2(s.n / (SELECT n FROM total)), 0) ELSE -log2(coalesce(s.n, 1) / (SELECT n "
     "FROM total)) END) / sum(t.w) / "
-    "CASE WHEN normalize THEN nullif(log2((SELECT n FROM total)), 0) ELSE 1 END "
+    f"CASE WHEN {_value('self_information', _NORMALIZE)} THEN nullif(log2((SELECT n FROM "
+    "total)), 0) ELSE 1 END "
     "AS self_information\n"
     f"FROM {_weighted_top('self_information')} t LEFT JOIN users s ON t.item = s.item "
     "GROUP BY t.\"user\"",
@@ -265,6 +271,8 @@ def _expected_sql(fn: str, novelty: str, graded: bool = False) -> str:
     """sum of w(r) rel(i) nov(i) / sum of w(r) per user, ``novelty`` the SQL of nov(i) over
     s.n (the item's training users, NULL for an item absent from train)."""
     rel, defined = _GRADED if graded else _BINARY
+    if graded:
+        defined = checked_sql(fn, defined, _THRESHOLD)
     return (
         f"SELECT t.\"user\", CASE WHEN {defined} THEN sum(t.w * ({rel}) * ({novelty})) / "
         f"sum(t.w) END AS {fn}\nFROM {_weighted_top(fn, truth=True)} t LEFT JOIN users s ON "
@@ -274,10 +282,6 @@ def _expected_sql(fn: str, novelty: str, graded: bool = False) -> str:
 
 _EPC_NOVELTY = "1 - coalesce(s.n, 0) / (SELECT nullif(n, 0) FROM total)"
 _EFD_NOVELTY = "-log2(coalesce(s.n, (SELECT least FROM total)) / (SELECT n FROM total))"
-_GRADES = Parameter("truth_col", "MAP column of recs: the user's graded items (item -> grade)",
-                    "'truth'")
-_THRESHOLD = Parameter("threshold", "the smallest relevant grade (Elliot's relevance "
-                       "threshold)", "1")
 _GRADED_CONVENTIONS = (" Extended form: truth_col is a MAP of item -> grade and rel(i) = "
                        "2^(grade - threshold + 1) - 1 for a grade of at least threshold, else 0 "
                        "(Elliot's discounted relevance); a user without such a grade is NULL. "
@@ -332,13 +336,17 @@ EXTENDED_EPC, EXTENDED_EFD = _expected("epc", graded=True), _expected("efd", gra
 # floor(tail_ratio x M) items (at least one), ties by item. tail_ratio is read as a DOUBLE: a
 # literal such as 0.29 is a DECIMAL in DuckDB, and 0.29 x 100 would be exactly 29 there where
 # RecBole's float product (28.999...) cuts to 28.
-_TAIL_RATIO = "tail_ratio::DOUBLE"
+_RATIO = "tail_ratio::DOUBLE"
+_TAIL_RATIO = optional("tail_ratio", None, "NULL, or RecBole's tail: a share of the train items "
+                       "in (0, 1] or a count threshold above 1 (see formula)",
+                       bounds=Bounds(0, open_low=True, nullable=True))
+_HEAD_SHARE = optional("head_share", 0.2, "share of train items in the head",
+                       bounds=Bounds(0, 1, interval=True))
 _RECBOLE_TAIL = (
     "SELECT item FROM (SELECT item, n, row_number() OVER (ORDER BY n, item) AS r, count(*) OVER "
-    "() AS m FROM counts) WHERE tail_ratio IS NOT NULL AND CASE WHEN tail_ratio IS NOT NULL AND "
-    "NOT tail_ratio > 0 THEN error('long_tail_share: tail_ratio must be a number above 0 (or "
-    f"NULL), got ' || tail_ratio::VARCHAR) WHEN {_TAIL_RATIO} > 1 THEN n <= {_TAIL_RATIO} ELSE "
-    f"r <= greatest(floor(m * {_TAIL_RATIO}), 1) END"
+    "() AS m FROM counts) WHERE tail_ratio IS NOT NULL AND CASE "
+    f"{_when_invalid('long_tail_share', [_TAIL_RATIO])} WHEN {_RATIO} > 1 THEN n <= {_RATIO} "
+    f"ELSE r <= greatest(floor(m * {_RATIO}), 1) END"
 )
 
 LONG_TAIL_SHARE = BeyondMetric(
@@ -361,19 +369,14 @@ LONG_TAIL_SHARE = BeyondMetric(
     "have no such metric; the default form is checked by hand calculation.",
     source="Abdollahpouri, Burke and Mobasher (FLAIRS 2019), APLT (average percentage of long "
     "tail items)",
-    parameters=(_RECS, _TRAIN, _K, Parameter("head_share", "share of train items in the head",
-                                             "0.2"),
-                Parameter("tail_ratio", "NULL, or RecBole's tail: a share of the train items "
-                          "in (0, 1] or a count threshold above 1 (see formula)", "NULL"),
-                _USER, _REC, _ITEM),
+    parameters=(_RECS, _TRAIN, _K, _HEAD_SHARE, _TAIL_RATIO, _USER, _REC, _ITEM),
     # One join for both forms: the items of the set that decides (the head, or RecBole's tail),
     # marked with the share they add; the constant tail_ratio plans the other set away.
     sql=f"WITH counts AS (SELECT item, count(*) AS n FROM ({_train_items()}) "
     "WHERE item IS NOT NULL GROUP BY item),\n"
     "head AS (SELECT item FROM (SELECT item, rank() OVER (ORDER BY n DESC) AS r, "
     "count(*) OVER () AS m FROM counts) WHERE r - 1 < "
-    f"coalesce({_unit_check('long_tail_share', 'head_share', '0', '1', closed=True)}, "
-    "head_share) * m),\n"
+    f"{checked_sql('long_tail_share', 'head_share', _HEAD_SHARE)} * m),\n"
     "marked AS (SELECT item, 0.0 AS tail FROM head WHERE tail_ratio IS NULL UNION ALL SELECT "
     f"item, 1.0 AS tail FROM ({_RECBOLE_TAIL}))\n"
     "SELECT t.\"user\", avg(CASE WHEN t.item IS NULL THEN NULL ELSE coalesce(m.tail, CASE WHEN "
@@ -402,9 +405,7 @@ SERENDIPITY = BeyondMetric(
     "lists of at least k items (RePlay divides by k and gives 0 to a missing list).",
     source="Murakami, Mori and Orihara, 'Metrics for evaluating the serendipity of recommendation "
     "lists' (JSAI 2007), as RecTools defines it",
-    parameters=(_RECS, _TRAIN, _K, *_CATALOG,
-                Parameter("truth_col", "LIST column of recs: the user's relevant items",
-                          "'truth'"), _USER, _REC, _ITEM),
+    parameters=(_RECS, _TRAIN, _K, *_CATALOG, _TRUTH, _USER, _REC, _ITEM),
     sql=f"WITH counts AS (SELECT item, count(*) AS n FROM ({_train_items()}) "
     "WHERE item IS NOT NULL GROUP BY item),\n"
     "ranks AS (SELECT item, dense_rank() OVER (ORDER BY n DESC) AS pop_rank FROM counts),\n"

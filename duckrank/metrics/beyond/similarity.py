@@ -9,11 +9,13 @@ from collections.abc import Sequence
 from duckrank.metrics.beyond.common import (
     _K,
     BeyondMetric,
-    Parameter,
     _jaccard_distance,
     _k,
-    _unit_check,
+    _when_invalid,
+    optional,
+    required,
 )
+from duckrank.options import PROPORTION
 
 # --- kernels (plain Python/numpy over dicts of lists: the independent check) -----------------
 
@@ -60,8 +62,8 @@ def rbo_kernel(rec: Sequence | None, other: Sequence | None, k: int, p: float = 
 # --- the records ------------------------------------------------------------------------------
 
 _PAIR_PARAMETERS = (
-    Parameter("rec", "a system's list, best first"),
-    Parameter("other", "the other system's list for the same user"),
+    required("rec", "a system's list, best first"),
+    required("other", "the other system's list for the same user"),
     _K,
 )
 
@@ -120,6 +122,10 @@ _RBO_EXT = (
     "lambda d: q.xs * (d - q.s) / (q.s * d) * pow(p, d))), 0)) "
     "+ ((q.xl - q.xs) / q.l + q.xs / q.s) * pow(p, q.l)"
 )
+_RBO_OPTIONS = (optional("p", 0.9, "persistence", bounds=PROPORTION),
+                optional("variant", "min", "the form (see formula)",
+                         choices=("min", "ext", "prefix")))
+
 RBO = BeyondMetric(
     name="rbo",
     kind="pair",
@@ -141,12 +147,9 @@ RBO = BeyondMetric(
     "LensKit is not a test dependency).",
     source="Webber, Moffat and Zobel, 'A similarity measure for indefinite rankings', ACM TOIS "
     "28(4), 2010: eq. (11) and (32)",
-    parameters=(*_PAIR_PARAMETERS, Parameter("p", "persistence", "0.9"),
-                Parameter("variant", "'min', 'ext' or 'prefix'", "'min'")),
-    sql=f"CASE WHEN coalesce({_unit_check('rbo', 'p', '0', '1', closed=False)}, "
-    "variant NOT IN ('min', 'ext', 'prefix') OR variant IS NULL) THEN error('rbo: variant must "
-    "be ''min'', ''ext'' or ''prefix'', got ' || coalesce(variant, 'NULL')) "
-    "WHEN rec IS NULL OR other IS NULL THEN NULL ELSE list_transform([struct_pack("
+    parameters=(*_PAIR_PARAMETERS, *_RBO_OPTIONS),
+    sql=f"CASE {_when_invalid('rbo', _RBO_OPTIONS)} WHEN rec IS NULL OR other IS NULL THEN NULL "
+    "ELSE list_transform([struct_pack("
     f"a := rec[1:{_k('rbo')}], b := other[1:k])], lambda r: list_transform([struct_pack("
     "k := k, s := least(len(r.a), len(r.b)), l := greatest(len(r.a), len(r.b)), "
     "m := list_filter(list_transform(r.a, lambda x, i: CASE WHEN list_position(r.b, x) > 0 "
