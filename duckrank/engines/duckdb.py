@@ -9,11 +9,12 @@ Three kinds of things are registered:
   DATABASE`` (``_store_macros`` says what that takes).
 * TEMP macros of the registering connection: when the native matching step
   (``duckrank.matching.native``) is loaded, the native forms of the stored macros whose native
-  form differs, which shadow them; and the macros that call Python
-  (``python_udfs.session_statements``), because a stored macro calling Python would fail in a
-  DuckDB without duckrank; with the native step loaded, those call its preference functions for
-  the ids it handles. TEMP macros are private to one connection: call
-  ``duckrank.register(cursor)`` on each cursor that should use those.
+  form differs, which shadow them (the helpers through which the metric macros reach the
+  matching step, ``duckrank.matching.sql.native_step_macros``, and four graded macros); and
+  the macros that call Python (``python_udfs.session_statements``), because a stored macro
+  calling Python would fail in a DuckDB without duckrank; with the native step loaded, those
+  call its preference functions for the ids it handles. TEMP macros are private to one
+  connection: call ``duckrank.register(cursor)`` on each cursor that should use those.
 * Python functions (``duckrank.engines.python_udfs.UDFS``), registered on the database
   instance, which every cursor shares; they are never stored in the file.
 

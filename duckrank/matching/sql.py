@@ -558,3 +558,48 @@ def bad_list_grade_sql(function: str, grades: str, side: str) -> tuple[str, str]
     return f"list_bool_or({flags})", f"error({message})"
 
 
+
+
+# --- the native step's entry points as macros --------------------------------------------------
+# The metric macros call the native step only through these helper macros, so that a metric's
+# text is the same with the native step and without it: the stored macros are registered once,
+# in every database, and a connection with the native step loaded gets TEMP copies of just these
+# helpers (DuckDB resolves a TEMP macro before a stored one, also inside a stored macro's body),
+# not TEMP copies of every metric (72 statements, 390 KB of SQL parsed on each connect: 0.2 s).
+# Their stored forms are what DuckDB without the native step runs: the SQL matching step, or a
+# branch DuckDB folds away (``duckrank_native_ids`` is false).
+_MATCH_TYPE = "STRUCT(K BIGINT, pos BIGINT[], n BIGINT, cut BIGINT)"  # duckrank_match's
+
+
+def native_step_macros(native: bool) -> list[str]:
+    """CREATE MACRO statements of the helpers the metric macros call for the native step: its
+    forms with ``native`` (the native step must be loaded), else the stored forms.
+
+    * ``duckrank_native_ids(rec, truth)``: whether the native step takes this pair of list types
+      (``native_handles_sql``; false when it is not loaded), folded per query.
+    * ``duckrank_native_match(fn, rec, truth, k)``: its match (``native_matched_sql``), read only
+      where ``duckrank_native_ids`` holds (the stored form: a NULL of its type, never read).
+    * ``duckrank_text_match`` and ``duckrank_text_hits(fn, rec, truth, k)``: the match of ids
+      as text (VARCHAR against VARCHAR, which the native step always takes), with n and without
+      it (the SQL form spares the pass over truth for it).
+    * ``duckrank_text_grades(rec, truth, k)``: the grades of the top K of VARCHAR ids from a
+      MAP(VARCHAR, DOUBLE) truth (``native_top_grades_sql``, ``top_grades_sql``)."""
+    if native:
+        match = native_matched_sql("fn", "rec", "truth", "k")
+        bodies = {
+            "duckrank_native_ids(rec, truth)": native_handles_sql("rec", "truth"),
+            "duckrank_native_match(fn, rec, truth, k)": match,
+            "duckrank_text_match(fn, rec, truth, k)": match,
+            "duckrank_text_hits(fn, rec, truth, k)": match,
+            "duckrank_text_grades(rec, truth, k)": native_top_grades_sql("rec", "truth", "k"),
+        }
+    else:
+        bodies = {
+            "duckrank_native_ids(rec, truth)": "false",
+            "duckrank_native_match(fn, rec, truth, k)": f"CAST(NULL AS {_MATCH_TYPE})",
+            "duckrank_text_match(fn, rec, truth, k)": matched_sql("rec", "truth", "k"),
+            "duckrank_text_hits(fn, rec, truth, k)": matched_sql(
+                "rec", "truth", "k", count_truth=False),
+            "duckrank_text_grades(rec, truth, k)": top_grades_sql("rec", "truth", "k"),
+        }
+    return [f"CREATE OR REPLACE MACRO {signature} AS {body}" for signature, body in bodies.items()]

@@ -4,7 +4,10 @@ The statements are pure SQL: they are what ``duckrank.register`` runs, and what
 ``sql/duckrank.sql`` holds for DuckDB clients without Python (``python -m duckrank.render``
 rewrites that file; a test checks it is current). With ``native=True`` the binary metrics match
 through duckrank's native step (``duckrank.matching.native``) for the id types it handles and
-through the SQL form for the others; the metric's formula is the same text in both.
+through the SQL form for the others; the metric's formula is the same text in both. The metric
+macros reach the native step through a few helper macros (``native_step_macros``), so that only
+those differ between the two registrations (and the four graded macros over MAP truth, whose
+native form is shaped differently: ``_truth_grades_body``).
 """
 
 from __future__ import annotations
@@ -25,13 +28,10 @@ from duckrank.matching.sql import (
     id_pair_sql,
     matched_sql,
     native_graded_match_sql,
-    native_handles_sql,
-    native_matched_sql,
-    native_top_grades_sql,
+    native_step_macros,
     relevant_grade_sql,
     relevant_keys_sql,
     top_grades_match_sql,
-    top_grades_sql,
 )
 from duckrank.matching.subtopics import ideal_gains_sql, subtopics_sql
 from duckrank.metrics import METRICS
@@ -74,33 +74,30 @@ def _default_first(match: str, read: Callable[[str], str], default: DefaultRead 
 
 
 def _matched(
-    function: str, cut: str, read: Callable[[str], str], native: bool, count_truth: bool,
+    function: str, cut: str, read: Callable[[str], str], count_truth: bool,
     default: DefaultRead | None = None,
 ) -> str:
     """``read`` (a SQL expression of the row's match) over the matching step that fits the pair
     of id types, chosen by a CASE that DuckDB folds per query (``id_pair_sql``, which also
     raises the error of a refused pair): ids of types DuckDB would compare inexactly, or under a
-    collation one side lacks, through ``duckrank_converted_match``; with ``native``, the types
-    the native step handles through it (with ``default``'s fast path: ``_default_first``); the
-    rest through the SQL form."""
-    cases = (
-        f"WHEN duckrank_id_pair({function}, rec, truth) <> 'as is' "
-        f"THEN {read(f'duckrank_converted_match({function}, rec, truth, {cut})')} "
-    )
-    if native:
-        native_match = native_matched_sql(function, "rec", "truth", cut)
-        cases += (
-            f"WHEN {native_handles_sql('rec', 'truth')} "
-            f"THEN {_default_first(native_match, read, default)} "
-        )
+    collation one side lacks, through ``duckrank_converted_match``; the types the native step
+    handles, when it is loaded, through it (with ``default``'s fast path: ``_default_first``);
+    the rest through the SQL form."""
+    native_match = f"duckrank_native_match({function}, rec, truth, {cut})"
     sql_match = matched_sql("rec", "truth", cut, count_truth=count_truth)
-    return f"CASE {cases}ELSE {read(sql_match)} END"
+    return (
+        f"CASE WHEN duckrank_id_pair({function}, rec, truth) <> 'as is' "
+        f"THEN {read(f'duckrank_converted_match({function}, rec, truth, {cut})')} "
+        f"WHEN duckrank_native_ids(rec, truth) THEN {_default_first(native_match, read, default)} "
+        f"ELSE {read(sql_match)} END"
+    )
 
 
 def _helper_macros(native: bool) -> list[str]:
-    matched = _matched("fn", "k", lambda match: match, native, count_truth=True)
+    matched = _matched("fn", "k", lambda match: match, count_truth=True)
     converted = converted_matched_sql("fn", "rec", "truth", "k", native)
     return [
+        *native_step_macros(native),
         f"CREATE OR REPLACE MACRO duckrank_cutoff(fn, rec, k) AS {cutoff_sql('fn', 'rec', 'k')}",
         f"CREATE OR REPLACE MACRO duckrank_id_pair(fn, rec, truth) AS "
         f"{id_pair_sql('fn', 'rec', 'truth')}",
@@ -130,7 +127,7 @@ def _hits_body(metric: Metric, native: bool) -> str:
 
     choice = metric.choice
     per_row = _matched(
-        name, cut, reading(metric.sql), native, count_truth="{n}" in metric.sql,
+        name, cut, reading(metric.sql), count_truth="{n}" in metric.sql,
         default=None if choice is None else (choice, reading(choice.default_sql)),
     )
     checks = _option_checks(metric)
@@ -151,14 +148,16 @@ def _relevant_hits_body(metric: Metric, native: bool) -> str:
     """``inputs="graded_hits"``: a binary metric over MAP truth, rec as text against the items of
     relevant grade (``relevant_keys_sql``), both bound once per row, matched by the native step
     (VARCHAR against VARCHAR, which it always takes) or the SQL form. Negative grades are allowed
-    (trec_eval's qrels); NULL, NaN and infinite ones are an error naming the item."""
+    (trec_eval's qrels); NULL, NaN and infinite ones are an error naming the item. The match
+    goes through ``duckrank_text_match`` (``native_step_macros``): the native step when loaded
+    (VARCHAR against VARCHAR, which it always takes), else the SQL form."""
     name = f"'{metric.name}'"
     row = (
         f"struct_pack(rec := CAST(rec AS VARCHAR[]), truth := "
         f"{relevant_keys_sql('truth', 'min_grade')}, cut := duckrank_cutoff({name}, rec, k))"
     )
-    match = (native_matched_sql(name, "r.rec", "r.truth", "r.cut") if native
-             else matched_sql("r.rec", "r.truth", "r.cut", count_truth="{n}" in metric.sql))
+    helper = "duckrank_text_match" if "{n}" in metric.sql else "duckrank_text_hits"
+    match = f"{helper}({name}, r.rec, r.truth, r.cut)"
     grade, error = bad_grade_sql(name, "truth", negative=True)
     checks = [
         *_option_checks(metric),
@@ -189,8 +188,7 @@ def _judged_body(metric: Metric, native: bool) -> str:
         "judged": "e.value >= 0", "pool": "e.value < 0",
     }
     top_len = "least(jrow.cut, len(jrow.rec))"
-    top_grades = native_top_grades_sql if native else top_grades_sql
-    gains = top_grades("jrow.text", "jrow.truth", "jrow.cut")
+    gains = "duckrank_text_grades(jrow.text, jrow.truth, jrow.cut)"
     counts = {
         "n": f"len(list_filter(jrow.entries, lambda e: {relevant}))",
         "nn": f"len(list_filter(jrow.entries, lambda e: {kinds['nonrel']}))",
@@ -209,9 +207,7 @@ def _judged_body(metric: Metric, native: bool) -> str:
     ) + ")"
 
     def ranks(kind: str) -> str:
-        keys = f"jmatch.{kind}_keys"
-        match = (native_matched_sql(name, "jmatch.text", keys, "jmatch.cut") if native
-                 else matched_sql("jmatch.text", keys, "jmatch.cut", count_truth=False))
+        match = f"duckrank_text_hits({name}, jmatch.text, jmatch.{kind}_keys, jmatch.cut)"
         return f"list_sort(({match}).pos)"
 
     ranked = "struct_pack(m := jmatch" + "".join(
@@ -387,12 +383,11 @@ def _shadow_guard(name: str, schema: str, body: str) -> str:
     )
 
 
-def _overloads(
-    metric: Metric, native: bool, shadowing: tuple[str, frozenset[str]] | None
-) -> list[str]:
-    """The record's overload, and for a graded record over MAP truth a second one for integer
-    ids and MAP(BIGINT, DOUBLE) truth (``INTEGER_KEYS``): DuckDB would cast such a map to the
-    MAP(VARCHAR, DOUBLE) parameter, a cost of several times the whole metric."""
+def _overloads(metric: Metric, native: bool) -> list[tuple[str, str]]:
+    """(parameters, body) of the record's overload, and for a graded record over MAP truth of a
+    second one for integer ids and MAP(BIGINT, DOUBLE) truth (``INTEGER_KEYS``): DuckDB would
+    cast such a map to the MAP(VARCHAR, DOUBLE) parameter, a cost of several times the whole
+    metric."""
     options = "".join(f", {o.name} := {o.sql_default()}" for o in metric.options)
     truth = f"truth {metric.truth_type}" if metric.truth_type else "truth"
     forms = [(f"rec, {truth}", BODIES[metric.inputs](metric, native))]
@@ -402,18 +397,23 @@ def _overloads(
             f"rec {rec_type}, truth {truth_type}",
             _truth_grades_body(metric, native, integer_keys=True),
         ))
-    if shadowing is not None and metric.name in shadowing[1]:
-        forms = [(args, _shadow_guard(metric.name, shadowing[0], b)) for args, b in forms]
-    return [f"({args}, k := 'all'{options}) AS {body}" for args, body in forms]
+    return [(f"{args}, k := 'all'{options}", body) for args, body in forms]
 
 
 def metric_macro(
     overloads: list[Metric], native: bool = False,
     shadowing: tuple[str, frozenset[str]] | None = None,
 ) -> str:
-    """One CREATE MACRO for all the records that share a name."""
-    return f"CREATE OR REPLACE MACRO {overloads[0].name}" + ",\n  ".join(
-        form for m in overloads for form in _overloads(m, native, shadowing)
+    """One CREATE MACRO for all the records that share a name. ``shadowing``: see
+    ``sql_statements``; it applies only where the native form differs from the stored one (a
+    TEMP macro of this name is then created)."""
+    forms = [form for m in overloads for form in _overloads(m, native)]
+    name = overloads[0].name
+    if (native and shadowing is not None and name in shadowing[1]
+            and forms != [form for m in overloads for form in _overloads(m, False)]):
+        forms = [(args, _shadow_guard(name, shadowing[0], body)) for args, body in forms]
+    return f"CREATE OR REPLACE MACRO {name}" + ",\n  ".join(
+        f"({args}) AS {body}" for args, body in forms
     )
 
 

@@ -218,14 +218,16 @@ def test_a_connection_without_unsigned_extensions_uses_the_sql_form() -> None:
 
 def test_a_file_database_stores_the_sql_form(tmp_path) -> None:
     """The stored macros work in a DuckDB without duckrank; the registering connection shadows
-    them with TEMP macros that use the native step."""
+    the helpers through which they reach the native step with TEMP macros that call it."""
     path = str(tmp_path / "eval.duckdb")
     con = duckrank.connect(path)
-    temp = con.execute(
-        "SELECT macro_definition FROM duckdb_functions() WHERE function_name = 'ndcg' "
-        "AND database_name = 'temp'"
-    ).fetchall()
-    assert temp and "duckrank_match" in temp[0][0]
+    definition = (
+        "SELECT macro_definition FROM duckdb_functions() WHERE function_name = "
+        "'duckrank_native_match' AND database_name = ?"
+    )
+    assert "duckrank_match" in con.execute(definition, ["temp"]).fetchall()[0][0]
+    assert "duckrank_match" not in con.execute(definition, [con.execute(
+        "SELECT current_database()").fetchall()[0][0]]).fetchall()[0][0]
     value = con.execute("SELECT ndcg([1, 2, 3], [3])").fetchall()
     con.close()
     plain = duckdb.connect(path)
