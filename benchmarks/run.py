@@ -324,6 +324,9 @@ OWN_SCRIPTS = {
                []),
     "fusion": ("rank fusion and its grid optimiser against ranx 0.3.21", []),
     "off_policy": ("10,000,000 logged rounds against obp's estimate_policy_values", []),
+    # The tenth session's.
+    "prefs": ("trec_eval 10's prefs_* measures as SQL functions, 10,000 queries, against "
+              "duckrank trec_eval -R prefs and the trec_eval 10.0 binary", []),
 }
 SECTIONS = (
     "main", "peers", "ordered_list", "streaming", "long_memory", *OWN_SCRIPTS

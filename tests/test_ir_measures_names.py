@@ -251,7 +251,7 @@ def test_every_registered_measure_is_translated() -> None:
     ("nDCG(gains=x)@10", r"gains must be a map \{grade: gain, ...\}, got 'x'"),
     ("nDCG(gains={1:a})@10", "a gain of gains must be a number, got 'a'"),
     ("nDCG(gains={1:2,1:3})@10", "gains maps a grade twice"),
-    ("RBP(p=0.8)", "RBP needs rel given"),
+    ("RBP(rel=1)@10", "RBP takes no cut-off"),
     ("IPrec", "IPrec needs cutoff given"),
     ("BPM@5", "BPM needs max_rel given"),
     ("SDCG(dcg=exp-log2,max_rel=3)@5", "dcg must be 'log2'"),

@@ -57,6 +57,7 @@ from duckrank.matching.preferences import (
 )
 from duckrank.metrics import METRICS
 from duckrank.metrics.inputs import check_engine
+from duckrank.metrics.prefs import batch_values
 from duckrank.metrics.record import Metric, Option
 from duckrank.render.quoting import quote_literal
 
@@ -249,7 +250,8 @@ class _Shape:
     """How a metric's macro reshapes its arguments for its UDF: the UDF's parameters and
     function, the SQL id lists in the order the UDF cuts them (``parts``), the ids as the
     general UDF takes them, its other arguments, and the native step's call (``native``: the
-    arguments after its function's name, memory_limit added when the macro is made)."""
+    arguments after its function's name, memory_limit added when the macro is made; "" for
+    none)."""
 
     parameters: tuple[str, ...]
     function: Callable
@@ -300,12 +302,26 @@ def _ranked_grades_shape(metric: Metric) -> _Shape:
     )
 
 
+def _prefs_shape(metric: Metric) -> _Shape:
+    """trec_eval's preference measures (duckrank.metrics.prefs): rec's ids as they come (text
+    in the UDF), truth's judgments as STRUCT(jg, jsg, item, level) of text and DOUBLE; the whole
+    batch counted by ``batch_values``. No native step."""
+    truth = ("list_transform(truth, lambda t: {'jg': t.jg::VARCHAR, 'jsg': t.jsg::VARCHAR, "
+             "'item': t.item::VARCHAR, 'level': t.level::DOUBLE})")
+    return _Shape(
+        ("VARCHAR[]", "STRUCT(jg VARCHAR, jsg VARCHAR, item VARCHAR, level DOUBLE)[]"),
+        lambda rec, judgments: batch_values(metric.name, rec, judgments),
+        ["rec"], "list_transform(rec, lambda x: x::VARCHAR)", [truth], "",
+    )
+
+
 # How the macro of each input kind DuckDB runs as a Python UDF (``InputKind.engine ==
 # "python"``) reshapes its arguments; a kind of that engine without a shape fails at import.
 SHAPES: dict[str, Callable[[Metric], _Shape]] = {
     "preferences": _preferences_shape,
     "system_preferences": _system_preferences_shape,
     "ranked_grades": _ranked_grades_shape,
+    "prefs": _prefs_shape,
 }
 check_engine(__name__, "python", SHAPES)
 
@@ -324,8 +340,9 @@ def _udfs(metric: Metric) -> tuple[PythonUDF, PythonUDF]:
         for i in range(len(shape.parameters))
     ])
     udf = f"duckrank_{metric.name}"
-    return (PythonUDF(udf, function, shape.parameters, "DOUBLE"),
-            PythonUDF(f"{udf}_int", function, ("BIGINT[]", *shape.parameters[1:]), "DOUBLE"))
+    return (PythonUDF(udf, function, shape.parameters, metric.result_type),
+            PythonUDF(f"{udf}_int", function, ("BIGINT[]", *shape.parameters[1:]),
+                      metric.result_type))
 
 
 def _typeof_in(parts: list[str], types: tuple[str, ...]) -> str:
@@ -351,7 +368,7 @@ def _macro(metric: Metric, native: bool) -> list[str]:
     integer_ids = " || ".join(f"({part})::BIGINT[]" for part in shape.parts)
     body = (f"WHEN {not_integer} THEN {udf}({shape.ids}, {rest}) "
             f"ELSE {udf}_int({integer_ids}, {rest}) END")
-    if native:
+    if native and shape.native:
         handled = (f"({_typeof_in(shape.parts, INTEGER_LISTS)}) OR "
                    f"({_typeof_in(shape.parts, ('VARCHAR[]',))})")
         body = (f"WHEN {handled} THEN {shape.native}, current_setting('memory_limit')) "

@@ -250,8 +250,9 @@ def spark_functions() -> dict[str, SparkFunction]:
 
 
 def unsupported_metrics() -> list[Metric]:
-    """Records that have no Spark function (no kernel): none today; every input kind is read
-    from ``duckrank.metrics.inputs``, so a record with a kernel always has one."""
+    """Records that have no Spark function (no kernel): trec_eval's preference measures
+    (``duckrank.metrics.prefs``), whose counting runs in DuckDB; every input kind is read from
+    ``duckrank.metrics.inputs``, so a record with a kernel always has one."""
     return [m for m in METRICS if m.kernel is None]
 
 

@@ -9,7 +9,8 @@ trec_eval nDCG, linear gains; ``ndcg@10`` stays duckrank's, exponential gains), 
 ``precision_at(denominator=k,min_grade=2)@5``), which ``metric_requests.parse_metric`` then
 reads as any request; ``judged_only=True`` picks the measure's judged-only form
 (``duckrank.metrics.judged_only``, its cut-off the ``depth`` option); a measure or parameter
-duckrank cannot give (RBP without rel) is an error that says so; nDCG's ``gains=`` is the
+duckrank cannot give is an error that says so; RBP without rel is trectools' graded RBP
+(``fallback``), as ir_measures' provider order makes it; nDCG's ``gains=`` is the
 evaluation's ``gains`` option (the grades mapped before the truth is built). The intent-aware
 measures (``alpha_nDCG@20``, ...) translate to the SQL functions of subtopic qrels
 (``duckrank.metrics.diversity``), which evaluate feeds from the qrels' subtopic column.
@@ -94,6 +95,9 @@ class PeerMeasure:
     note: str = ""
     defaults: Mapping[str, str] = field(default_factory=dict)  # the peer's, written out
     required: tuple[str, ...] = ()  # parameters (or "cutoff") without which it is refused
+    # The measure as ir_measures' next provider computes it when a required parameter is not
+    # given (RBP without rel: trectools, after cwl_eval), else None: refused.
+    fallback: PeerMeasure | None = None
 
 
 def _binary(function: str, *options: tuple[str, str], cutoff: str = "k", judged_only: bool = True,
@@ -241,8 +245,14 @@ IR_MEASURES: dict[str, PeerMeasure] = {
     "RBP": PeerMeasure(
         "cwl_rbp", params={"p": _to("p", "p"), "rel": _binary_gains}, cutoff="",
         provider="cwl_eval", defaults={"p": "0.8"}, required=("rel",),
-        note="with rel= (binary gains, integer grades) as cwl_eval computes it; without rel "
-        "ir_measures runs trectools' graded RBP, which duckrank does not have yet"),
+        note="with rel= (binary gains, integer grades) as cwl_eval computes it",
+        fallback=PeerMeasure(
+            "graded_rbp", (("gain", "ranx"),), params={"p": _to("persistence", "p")},
+            provider="trectools", defaults={"p": "0.8"},
+            note="without rel, the grade itself as trectools 0.0.50 computes it (a cut-off "
+            "allowed); ties: trectools gives the documents of equal scores the mean of their "
+            "ranks' weights (over a run of equal scores that can reach into the next query), "
+            "duckrank ranks them by document id, so tied scores can differ")),
     "Rprec": _binary("r_precision", cutoff=""),
     "RR": _binary("mrr", note="with a cut-off ir_measures runs its msmarco provider: "
                   + _TIES_ASCENDING),
@@ -362,6 +372,8 @@ def translate(label: str, name: str, params: str | None, cutoff: str | None) -> 
     if len(given) < len(written):
         raise ValueError(f"metric {label!r}: a parameter is given twice")
     absent = [p for p in measure.required if (cutoff is None if p == "cutoff" else p not in given)]
+    if absent and measure.fallback is not None:
+        measure, absent = measure.fallback, []
     if absent:
         raise ValueError(f"metric {label!r}: {_possessive(peer)} {name} needs "
                          f"{' and '.join(absent)} given here (docs/conventions.md)")

@@ -16,6 +16,7 @@ from duckrank.metrics import (
     judged_only,
     peers,
     preference,
+    prefs,
     trec_eval,
 )
 from duckrank.metrics.record import Metric
@@ -23,7 +24,7 @@ from duckrank.metrics.record import Metric
 _RECORDS: tuple[Metric, ...] = (
     *binary.METRICS, *trec_eval.BINARY, *graded.METRICS, *trec_eval.JUDGED,
     *preference.METRICS, *correlation.METRICS, *peers.METRICS, *diversity.METRICS,
-    *cwl.METRICS, *judged_only.METRICS, *classification.METRICS,
+    *cwl.METRICS, *judged_only.METRICS, *classification.METRICS, *prefs.METRICS,
 )
 _HAS_MAP_TRUTH = {m.name for m in _RECORDS if m.truth_type.upper().startswith("MAP")}
 

@@ -122,6 +122,16 @@ def ids_and_subtopic_qrels(rec: pa.DataType, truth: pa.DataType) -> bool:
     )
 
 
+def ids_and_prefs(rec: pa.DataType, truth: pa.DataType) -> bool:
+    """trec_eval's preference judgments: a list of structs with fields jg, jsg, item and level
+    (items matched as text, so any id type goes)."""
+    return (
+        _is_list(rec) and not pa.types.is_nested(rec.value_type) and _is_list(truth)
+        and pa.types.is_struct(truth.value_type)
+        and {"jg", "jsg", "item", "level"} <= {f.name for f in truth.value_type}
+    )
+
+
 def ids_and_graded_map(rec: pa.DataType, truth: pa.DataType) -> bool:
     """Keys of another kind than rec's ids are matched by their text form, as in DuckDB."""
     return (
@@ -163,6 +173,14 @@ def _subtopics(rec: pa.Array, truth: pa.Array, cut: np.ndarray | None, function:
                options: Mapping[str, object]) -> Any:
     return match_subtopics(rec, truth, cut, min_grade=options.get("min_grade", 1),
                            function=function)
+
+
+def _no_numpy_form(rec: pa.Array, truth: pa.Array, cut: np.ndarray | None, function: str,
+                   options: Mapping[str, object]) -> Any:
+    """The prefs kind's numpy step: none. Its records have no kernel, so Spark (the caller of
+    ``match``) registers none of them; an error that says so should anything call it."""
+    raise ValueError(f"{function}: the prefs measures run in DuckDB only (no numpy form: "
+                     "duckrank.metrics.prefs.batch_values)")
 
 
 def _without_k(match: Callable[..., Any]) -> Match:
@@ -287,6 +305,16 @@ _KINDS = (
         "``duckrank.matching.subtopics.Subtopics``.",
         engine="sql", arguments="rec ARRAY<T>, truth ARRAY<STRUCT<subtopic, item T, grade>>",
         accepts=ids_and_subtopic_qrels, match=_subtopics,
+    ),
+    InputKind(
+        "prefs",
+        "trec_eval 10's preference judgments (-R prefs): truth a LIST of STRUCT(jg, jsg, item, "
+        "level), one query's lines ``qid jg jsg docno level`` (qrels_prefs: jsg a constant), rec "
+        "the ranking; no k, no pure-SQL form (``sql`` and ``kernel`` empty): the UDF counts a "
+        "whole batch of rows in one DuckDB query (``duckrank.metrics.prefs.batch_values``, the "
+        "counting of ``duckrank trec_eval -R prefs``).",
+        engine="python", arguments="rec ARRAY<T>, truth ARRAY<STRUCT<jg, jsg, item T, level>>",
+        accepts=ids_and_prefs, match=_no_numpy_form, takes_k=False,
     ),
     InputKind(
         "preferences",

@@ -231,11 +231,14 @@ RBP_PERSISTENCE = Option("persistence", 0.9, "the chance p that the user goes on
 RBP_GAIN = Option(
     "gain", "trec_eval", "what a grade g gains: 'trec_eval' = g / G, G the largest grade of "
     "truth, when G > 1 (else g): trec_eval 10.0's rbp, which scales its gains to [0, 1]; "
-    "'ranx' = g itself: ranx 0.3.21's rbp, which can exceed 1", choices=("trec_eval", "ranx"),
+    "'ranx' = g itself, which can exceed 1: ranx 0.3.21's rbp and trectools 0.0.50's get_rbp "
+    "with binary_topical_relevance=False (ir_measures' RBP(p) without rel), which differ only "
+    "where min_grade (ranx's rel_lvl) and tied scores (trectools' averaged weights) do",
+    choices=("trec_eval", "ranx"),
 )
 RBP_MIN_GRADE = Option("min_grade", None, "grades below it gain 0 (ranx's rel_lvl); NULL: every "
-                       "grade > 0 gains (ranx's rel_lvl 1 on integer grades); a negative grade "
-                       "never does (trec_eval's 'pooled but unjudged')",
+                       "grade > 0 gains (trectools' rel > 0; ranx's rel_lvl 1 on integer "
+                       "grades); a negative grade never does (trec_eval's 'pooled but unjudged')",
                        bounds=Bounds(nullable=True))
 
 
@@ -258,7 +261,7 @@ def _graded_rbp(j: Judged, *, persistence: float = 0.9, gain: str = "trec_eval",
 GRADED_RBP = Metric(
     name="graded_rbp",
     summary="Rank-biased precision over graded truth (Moffat and Zobel, TOIS 2008), in trec_eval "
-    "10.0's convention (gains scaled to [0, 1]) or ranx's (the grade itself).",
+    "10.0's convention (gains scaled to [0, 1]) or ranx's and trectools' (the grade itself).",
     formula="(1 - p) sum_{i<=K} p^(i-1) gain(g_i), g_i the grade of rec's item at rank i (0 "
     "unjudged, below min_grade or negative); gain := 'trec_eval': g / G when G, truth's largest "
     "grade, is above 1, else g; 'ranx': g",
@@ -274,11 +277,15 @@ GRADED_RBP = Metric(
     options=(RBP_PERSISTENCE, RBP_GAIN, RBP_MIN_GRADE),
     peers="trec_eval 10.0's rbp on graded qrels (gain 'trec_eval'; its m_rbp.c scales the "
     "gains by min and max values it reads uninitialized: the scaling here is what its build "
-    "gives, checked against it); ranx's rbp (gain 'ranx'). trec_eval 9 (pytrec_eval) has no rbp; "
-    "duckrank's rbp is the binary one; ir_measures' RBP(rel=...) is cwl_rbp, without rel it runs "
-    "trectools, which is not here.",
+    "gives, checked against it); ranx's rbp (gain 'ranx'); trectools 0.0.50's get_rbp(p, depth "
+    "K, binary_topical_relevance=False), which ir_measures' RBP(p=p)@K without rel runs (gain "
+    "'ranx'; the same on untied scores: trectools gives the documents of equal scores the mean "
+    "of their ranks' weights, over a run of equal scores that can reach across two queries; "
+    "ir_measures reads its RBP, not its residual). trec_eval 9 (pytrec_eval) has no rbp; "
+    "duckrank's rbp is the binary one; ir_measures' RBP(rel=...) is cwl_rbp.",
     source="trec_eval 10.0 (usnistgov/trec_eval, m_rbp.c and gain_init.c); " + RANX.format(
-        "rank_biased_precision"),
+        "rank_biased_precision") + "; trectools 0.0.50 (Palotti, Scells and Zuccon, SIGIR "
+    "2019), trectools/trec_eval.py get_rbp",
 )
 
 METRICS = (JUDGED_AT, F1_AT, NUM_Q, COMPAT, GRADED_RBP)

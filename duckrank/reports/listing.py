@@ -30,6 +30,7 @@ from duckrank.metrics import (
     peers,
     pointwise,
     preference,
+    prefs,
     trec_eval,
 )
 from duckrank.metrics.beyond import coverage, fairness, novelty, similarity
@@ -52,6 +53,7 @@ FAMILIES: dict[str, tuple[Metric | BeyondMetric | Aggregate, ...]] = {
     "trec_eval": (*trec_eval.BINARY, *trec_eval.JUDGED),
     "graded": graded.METRICS,
     "preference": preference.METRICS,
+    "prefs": prefs.METRICS,  # trec_eval 10's preference measures (docs/trec_eval.md)
     "correlation": correlation.METRICS,
     "peers": peers.METRICS,
     "intent_aware": diversity.METRICS,  # ndeval's (docs/diversity.md)

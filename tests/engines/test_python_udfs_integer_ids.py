@@ -14,6 +14,7 @@ from conftest import scalar as value
 
 import duckrank
 from duckrank.engines.python_udfs import INTEGER_LISTS, PYTHON_METRICS
+from duckrank.metrics import prefs
 
 CORRELATIONS = ("spearman", "kendall_tau", "ap_correlation", "fcp")
 
@@ -34,18 +35,23 @@ CALLS = {
     "edrc": "edrc(rec, truth)",
     "edrc_preferences": "edrc_preferences(system, truth)",
     **{f: f"{f}(rec, grades)" for f in CORRELATIONS},
+    **{m.name: f"{m.name}(rec, judgments)" for m in prefs.METRICS},
 }
 
 
 def _arguments(kind: str, ids: tuple[int | str, ...]) -> str:
     """Arguments for every call in ``CALLS`` over ``ids`` cast to ``kind``, with a NULL element in
-    rec, in a preference and in the system's preferences."""
+    rec, in a preference and in the system's preferences (and trec_eval preference judgments,
+    for the prefs_* functions)."""
     a, b, c, d = (f"({i})::{kind}" for i in ids)
     return (
         f"SELECT [{a}, NULL, {b}, {c}, {d}] AS rec, "
         f"[({a}, {b}), ({c}, {b}), ({d}, {a}), ({c}, NULL)] AS truth, "
         f"[({a}, {b}), ({b}, {c}), ({a}, {d})] AS system, "
-        f"MAP {{{a}: 1.0, {b}: 3.0, {c}: 2.0, {d}: 2.0}} AS grades"
+        f"MAP {{{a}: 1.0, {b}: 3.0, {c}: 2.0, {d}: 2.0}} AS grades, "
+        f"[{{'jg': 1, 'jsg': 1, 'item': {d}, 'level': 2}}, "
+        f"{{'jg': 1, 'jsg': 1, 'item': {b}, 'level': 1}}, "
+        f"{{'jg': 1, 'jsg': 1, 'item': {c}, 'level': 0}}] AS judgments"
     )
 
 
