@@ -1,22 +1,28 @@
-"""The SQL text of ``duckrank trec_eval``'s formula macros: each binary metric's record formula
-over one shared match per query (``duckrank.reports.trec_eval`` runs them).
+"""The SQL text of ``duckrank trec_eval``'s formula macros: each binary, graded or judged
+metric's record formula over one shared match per query (``duckrank.reports.trec_eval`` runs
+them).
 
 The command matches a query's ranking against its relevant documents once (``duckrank_matched``,
 the binary metrics' matching step, over the whole ranking: the STRUCT (K, pos, n, cut)) and
 computes every binary measure and cut-off from that match, with TEMP macros
 ``duckrank_trec_eval_<metric>(match, options...)``: trec_eval's default measures ran 2.5 times
 faster and planned 5 times faster than with one match per call (docs/trec_eval.md, Speed).
+The measures over the judgments' grades read one judged match per query the same way
+(``JUDGED_FIELDS``): the judged metrics (``inputs="judged"``: bpref, infAP, unj, G, ...)
+directly, the graded ones over a MAP truth (ndcg) through the graded match cut from it, where
+each of their macros matched the ranking against the judgments again.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from duckrank.metrics import METRICS
 from duckrank.metrics.record import Metric, option_errors_sql
 from duckrank.render.quoting import quote_identifier
 
-# The prefix of the TEMP macros, one per binary metric, that compute its record's formula from a
+# The prefix of the TEMP macros, one per metric, that compute its record's formula from a
 # match (``formula_macros``).
 FORMULA = "duckrank_trec_eval_"
 
@@ -24,16 +30,47 @@ FORMULA = "duckrank_trec_eval_"
 # value of each is its formula over the match, which one query shares.
 HITS: dict[str, Metric] = {m.name: m for m in METRICS if m.inputs == "hits" and not m.truth_type}
 
+# The metrics over judged truth (``inputs="judged"``), by name, and the fields of the judged
+# match their formulas read (a record's placeholders: ``duckrank.metrics.inputs``, kind "judged"),
+# each field by the placeholder it fills (``K`` and ``k`` are one name to a DuckDB STRUCT).
+JUDGED: dict[str, Metric] = {m.name: m for m in METRICS if m.inputs == "judged"}
+JUDGED_FIELDS = {"gains": "gains", "pos": "pos", "nonrel": "nonrel", "judged": "judged",
+                 "pool": "pool", "n": "n", "nn": "nn", "ideal": "ideal", "K": "K", "k": "cut"}
+
+# The graded metrics over a MAP truth (``inputs="grades"``: ndcg, dcg, ...), by ``GRADED_PREFIX``
+# and name (binary ndcg has the name too): their formula over a graded match
+# (``graded_match_sql``'s STRUCT).
+GRADED_PREFIX = "graded_"
+GRADED: dict[str, Metric] = {GRADED_PREFIX + m.name: m for m in METRICS
+                             if m.inputs == "grades" and m.truth_type}
+if GRADED.keys() & (HITS.keys() | JUDGED.keys()):
+    raise ImportError(f"duckrank.render.trec_eval: a metric is named like a graded one's formula "
+                      f"macro: {sorted(GRADED.keys() & (HITS.keys() | JUDGED.keys()))}")
+
+
+def judged_fields(function: str) -> frozenset[str]:
+    """The placeholders of the judged metric ``function``'s formula (keys of ``JUDGED_FIELDS``)."""
+    return frozenset(re.findall(r"\{(\w+)\}", JUDGED[function].sql)) & JUDGED_FIELDS.keys()
+
 
 def formula_macro(function: str) -> str:
     """The CREATE statement of the TEMP macro ``duckrank_trec_eval_<function>(match,
-    options...)`` of the binary metric ``function`` (a key of ``HITS``): the record's formula
-    (the same text as its duckrank macro's) over a match, after the macro's option checks."""
-    metric = HITS[function]
+    options...)`` of the binary metric ``function`` (a key of ``HITS``), the graded one (of
+    ``GRADED``) or the judged one (of ``JUDGED``): the record's formula (the same text as its
+    duckrank macro's) over a match (``matched_sql``'s STRUCT, ``graded_match_sql``'s, or the
+    judged match's of ``JUDGED_FIELDS``), after the macro's option checks. (A macro's argument
+    is its text: a match that is an expression is to be bound by the caller, or the formula's
+    lambdas compute it again for every element.)"""
+    m = "duckrank_m"
+    if function in JUDGED:
+        metric = JUDGED[function]
+        value = metric.sql.format(**{p: f"{m}.{f}" for p, f in JUDGED_FIELDS.items()})
+    else:
+        metric = HITS.get(function) or GRADED[function]
+        value = metric.sql.format(pos=f"{m}.pos", K=f"{m}.K", k=f"{m}.cut", n=f"{m}.n",
+                                  grades=f"{m}.grades", ideal=f"{m}.ideal")
     options = "".join(f", {o.name} := {o.sql_default()}" for o in metric.options)
     checks = option_errors_sql(metric.name, metric.options)
-    m = "duckrank_m"
-    value = metric.sql.format(pos=f"{m}.pos", K=f"{m}.K", k=f"{m}.cut", n=f"{m}.n")
     whens = "".join(f"WHEN {condition} THEN {error} " for condition, error in checks)
     name = quote_identifier(FORMULA + function)
     body = f"CASE {whens}ELSE {value} END" if whens else value
@@ -42,6 +79,6 @@ def formula_macro(function: str) -> str:
 
 def formula_macros(functions: Iterable[str]) -> dict[str, str]:
     """The CREATE statements, by quoted macro name, of the formula macros of ``functions``
-    (binary metrics' names, each once, in order)."""
+    (keys of ``HITS``, ``GRADED`` or ``JUDGED``, each once, in order)."""
     return {quote_identifier(FORMULA + function): formula_macro(function)
             for function in dict.fromkeys(functions)}

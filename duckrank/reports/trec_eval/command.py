@@ -4,11 +4,13 @@ per-query lists, the checks trec_eval makes, and the printed lines."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,8 @@ import duckdb
 from duckrank.engines.duckdb import connect
 from duckrank.evaluation import float_score_sql
 from duckrank.files.trec import LATIN1, UTF8, check_order, encoding, file_paths, first_blank_line
+from duckrank.matching import native as _native
+from duckrank.matching.sql import native_top_grades_sql, top_grades_sql
 from duckrank.render.quoting import quote_identifier, quote_literal
 from duckrank.reports.trec_eval import prefs
 from duckrank.reports.trec_eval.measures import (
@@ -27,6 +31,8 @@ from duckrank.reports.trec_eval.measures import (
     GAINS,
     GRADES,
     GROUPS,
+    JUDGED_MATCH,
+    JUDGMENTS,
     MATCH,
     NUM_DOCS,
     QRELS,
@@ -42,6 +48,7 @@ from duckrank.reports.trec_eval.requests import (
     Value,
     check_available,
     formula_macros,
+    judged_match_fields,
     needed_functions,
     requested_values,
 )
@@ -261,7 +268,51 @@ def _only(options: Options) -> str:
     return " WHERE query = $only_query" if options.only_query is not None else ""
 
 
-def _per_query_sql(values: Sequence[Value], options: Options) -> str:
+# The judged match's inputs, built with the judgments: each judged document's code (a MAP: 2
+# relevant, 1 judged non-relevant, -1 a negative grade), truth's judged non-relevant documents
+# and its positive grades, largest first; and the grades and codes of the ranking's documents
+# (0 unjudged), bound once per query.
+CODES, NONREL_COUNT, IDEAL = "duckrank_codes", "duckrank_nn", "duckrank_ideal"
+RANKED_GRADES, RANKED_CODES = "duckrank_ranked_grades", "duckrank_ranked_codes"
+
+
+def _reads(sql: str, column: str) -> bool:
+    """Whether ``sql`` reads the column ``column`` (not a longer name, nor the native function
+    duckrank_grades, which has the name of the column of grades)."""
+    return re.search(rf"(?<![\w.]){column}(?!\w)", sql) is not None
+
+
+def _ranks(values: str, test: str) -> str:
+    """The ranks (1-based) of the elements ``x`` of the list ``values`` for which ``test``."""
+    return (f"list_filter(list_transform({values}, lambda x, i: CASE WHEN {test} THEN i END), "
+            "lambda i: i IS NOT NULL)")
+
+
+def _judged_match_sql(source: str, fields: frozenset[str], native: bool) -> str:
+    """``source`` (the per-query lists) with the query's judged match (``JUDGED_MATCH``): the
+    STRUCT of the ``fields`` its formulas read, over the whole ranking. The grades of its
+    documents and their codes each come from one lookup per document in a hash table of the
+    judgments (the native step, when loaded), the ranks of each kind from one pass over them.
+    (Relevant means grade >= -l, which is 0 or more: ``relevant_grade_sql`` with min_grade -l.)"""
+    lookup = native_top_grades_sql if native else top_grades_sql
+    k = f"len({REC})"
+    values = {
+        "K": k, "cut": k, "gains": RANKED_GRADES, "n": f"len({REL})", "nn": NONREL_COUNT,
+        "ideal": IDEAL, "gpos": _ranks(RANKED_GRADES, "x > 0"),
+        "ggrades": f"list_filter({RANKED_GRADES}, lambda x: x > 0)",
+        "pos": _ranks(RANKED_CODES, "x = 2"), "nonrel": _ranks(RANKED_CODES, "x = 1"),
+        "judged": _ranks(RANKED_CODES, "x > 0"), "pool": _ranks(RANKED_CODES, "x < 0"),
+    }
+    packed = ", ".join(f"{field} := {values[field]}" for field in sorted(fields))
+    bound = "".join(f", {lookup(REC, truth, k)} AS {name}"
+                    for name, truth in ((RANKED_GRADES, GRADES), (RANKED_CODES, CODES))
+                    if name in packed)
+    return (f"(SELECT *, struct_pack({packed}) AS {JUDGED_MATCH} FROM (SELECT *{bound} FROM "
+            f"{source}))")
+
+
+def _per_query_sql(values: Sequence[Value], options: Options, native: bool) -> str:
+    """The per-query table's query (``native``: whether the native matching step is loaded)."""
     cut = f"[1:{int(options.max_docs)}]" if options.max_docs is not None else ""
     # trec_eval 10 stops at a qrels query the run lacks unless -c (``_check_all_ranked``).
     join = "LEFT JOIN" if options.complete or options.compat == COMPAT_10 else "JOIN"
@@ -274,23 +325,34 @@ def _per_query_sql(values: Sequence[Value], options: Options) -> str:
         # -J: the documents of the first N (-M) with a judgment of grade >= 0, in their order
         # (form_res_rels.c); unjudged ones and negative grades are dropped.
         ranking = f"list_filter({ranking}, lambda d: list_contains({JUDGED_IDS}, d))"
+    # The matches, once per query, for the formulas that read them (a column of a subquery, so
+    # that DuckDB computes it once however many measures read it).
+    lists = "lists"
+    if _reads(columns, MATCH):
+        lists = (f"(SELECT *, duckrank_matched('trec_eval', {REC}, {REL}, len({REC})) AS {MATCH} "
+                 f"FROM {lists})")
+    if _reads(columns, JUDGED_MATCH):
+        lists = _judged_match_sql(lists, judged_match_fields(values), native)
     # Only the truths the measures read: a MAP of every judgment costs a third of the time of
     # trec_eval's default measures, which need none.
+    relevant = "grade >= $level"
     truths = {
         GRADES: "map_from_entries(list({'key': item, 'value': grade::DOUBLE}))",
         GAINS: "map_from_entries(list({'key': item, 'value': greatest(grade, 0)::DOUBLE}))",
+        CODES: ("map_from_entries(list({'key': item, 'value': (CASE WHEN grade < 0 THEN -1 "
+                f"WHEN {relevant} THEN 2 ELSE 1 END)::DOUBLE}}))"),
+        NONREL_COUNT: f"count(*) FILTER (WHERE grade >= 0 AND NOT {relevant})",
+        IDEAL: ("coalesce(list(grade::DOUBLE ORDER BY grade DESC) FILTER (WHERE grade > 0), "
+                "[]::DOUBLE[])"),
+        JUDGMENTS: "count(*)",
     }
-    built = "".join(f"\n         {sql} AS {name}," for name, sql in truths.items()
-                    if name in columns)
-    read = "".join(f", {name}" for name in truths if name in columns)
+    read_names = [name for name in truths if _reads(columns + lists, name)]
+    built = "".join(f"\n         {truths[name]} AS {name}," for name in read_names)
+    read = "".join(f", {name}" for name in read_names)
     only = _only(options)
     judgments = _judgments_sql(options, built, only)
     if options.rel_info_format == QRELS_JG:
         read += f", {GROUPS}"
-    # The match, once per query, for the formulas that read it (a column of a subquery, so
-    # that DuckDB computes it once however many measures read it).
-    lists = (f"(SELECT *, duckrank_matched('trec_eval', {REC}, {REL}, len({REC})) AS {MATCH} "
-             "FROM lists)" if MATCH in columns else "lists")
     return f"""
 WITH ranked AS (
   SELECT query, to_ordered_list(item, {score}, '-reverse'){cut} AS {REC}
@@ -394,9 +456,10 @@ _FORMATS = {
 
 
 def _summary_select(values: Sequence[Value], reads: list[str], source: str, row: Any,
-                    kind: Any, complete: bool) -> str | None:
+                    kind: Any, complete: bool, rows: Any) -> str | None:
     """The summary's rows (query 'all'): the mean, sum, count or geometric mean of each value
-    over the queries, ``row`` making each output row; None when no value has one."""
+    over the queries, ``row`` making each output row and ``rows`` the select of them; None when
+    no value has one."""
     totals, cells = [], []
     for i, v in enumerate(values):
         # Summed in query order, as trec_eval sums: the same double, bit for bit.
@@ -415,22 +478,38 @@ def _summary_select(values: Sequence[Value], reads: list[str], source: str, row:
                          "runid" if v.measure.summary == "runid" else kind(v)))
     if not cells:
         return None
-    return (f"SELECT unnest([{', '.join(cells)}]) AS r, NULL AS q "
-            f"FROM (SELECT {', '.join(totals)} FROM {source})")
+    return rows(cells, 1, "NULL", f"(SELECT {', '.join(totals)} FROM {source})")
+
+
+def _cell(lines: bool, order: int, index: int, value: Value, query: str, number: str, text: str,
+          kind: str) -> str:
+    """One output row of ``_output_sql``: its line (``lines``), else a STRUCT of its fields."""
+    name = quote_literal(value.name)
+    line = _FORMATS[kind].format(name=name, query=query, value=number, text=text)
+    if lines:
+        return line
+    return (f"{{'o': {order}, 'i': {index}, 'measure': {name}, 'query': {query}, "
+            f"'number': CAST({number} AS DOUBLE), 'text': CAST({text} AS VARCHAR), "
+            f"'line': {line}}}")
+
+
+def _cells_select(lines: bool, cells: list[str], order: int, query: str, source: str) -> str:
+    """The select of the output rows ``cells`` (``_cell``) of each row of ``source``: one row
+    of them joined by newlines (``lines``), else one row each."""
+    if lines:
+        return (f"SELECT {order} AS o, {query} AS q, concat_ws(chr(10), {', '.join(cells)}) "
+                f"AS block FROM {source}")
+    return f"SELECT unnest([{', '.join(cells)}]) AS r, {query} AS q FROM {source}"
 
 
 def _output_sql(table: str, values: Sequence[Value], options: Options,
-                zscores: str | None = None) -> str:
+                zscores: str | None = None, lines: bool = False) -> str:
     """The output rows, in trec_eval's order: measure, query, number, text, line (``zscores``:
-    the table of -Z's file)."""
-
-    def row(order: int, index: int, value: Value, query: str, number: str, text: str,
-            kind: str) -> str:
-        name = quote_literal(value.name)
-        line = _FORMATS[kind].format(name=name, query=query, value=number, text=text)
-        return (f"{{'o': {order}, 'i': {index}, 'measure': {name}, 'query': {query}, "
-                f"'number': CAST({number} AS DOUBLE), 'text': CAST({text} AS VARCHAR), "
-                f"'line': {line}}}")
+    the table of -Z's file). With ``lines``, the printed lines alone, one row (``block``) per
+    query and one for the summary, its lines joined by newlines: one row of each query's
+    values, not one per value, to format and sort (``-q`` took a tenth of the command's time
+    at 1,000,000 run lines)."""
+    row, rows = partial(_cell, lines), partial(_cells_select, lines)
 
     def kind(value: Value) -> str:
         numeric = value.measure.value in ("float", "long")
@@ -448,16 +527,18 @@ def _output_sql(table: str, values: Sequence[Value], options: Options,
             for i, v in enumerate(values) if v.measure.per_query
         ]
         if cells:
-            selects.append(f"SELECT unnest([{', '.join(cells)}]) AS r, query AS q "
-                           f"FROM {source}")
+            selects.append(rows(cells, 0, "query", source))
     if options.summary:
-        summary = _summary_select(values, reads, source, row, kind, options.complete)
+        summary = _summary_select(values, reads, source, row, kind, options.complete, rows)
         if summary:
             selects.append(summary)
     if not selects:
-        return ("SELECT NULL AS measure, NULL AS query, NULL AS number, NULL AS text, "
+        return ("SELECT NULL AS block WHERE false" if lines else
+                "SELECT NULL AS measure, NULL AS query, NULL AS number, NULL AS text, "
                 "NULL AS line WHERE false")
     union = " UNION ALL ".join(selects)
+    if lines:
+        return f"SELECT block FROM ({union}) ORDER BY o, q"
     return (f"SELECT r.measure, r.query, r.number, r.text, r.line FROM ({union}) "
             "ORDER BY r.o, q, r.i")
 
@@ -486,7 +567,7 @@ def _per_query_table(con: duckdb.DuckDBPyConnection, table: str, values: Sequenc
         # (-l: relevant means grade >= level; the preferences read no level, as trec_eval's)
         params["level"] = options.level
         _check_judged_once(con, params, str(qrels), options.rel_info_format == QRELS_JG)
-        per_query = _per_query_sql(values, options)
+        per_query = _per_query_sql(values, options, _native.is_loaded(con))
     if NUM_DOCS in per_query:
         params["num_docs"] = options.num_docs
     if options.only_query is not None:
@@ -518,17 +599,23 @@ def _output_params(con: duckdb.DuckDBPyConnection, sql: str,
     return found
 
 
+def _functions(values: Sequence[Value], options: Options) -> list[str]:
+    """The duckrank functions the command's queries call (``needed_functions``)."""
+    return needed_functions(values, " ".join(_columns(values, options)[0]))
+
+
 @contextmanager
 def _evaluation(qrels: str | Path, run: str | Path, measures: Sequence[str], options: Options,
-                connection: duckdb.DuckDBPyConnection | None
+                connection: duckdb.DuckDBPyConnection | None, lines: bool = False
                 ) -> Iterator[tuple[duckdb.DuckDBPyRelation, str]]:
-    """The output relation (see ``_output_sql``), valid inside the ``with`` block, and the
-    files' encoding (``_encoding``); every check runs before it is returned."""
+    """The output relation (see ``_output_sql``; ``lines``: its blocks of lines), valid inside
+    the ``with`` block, and the files' encoding (``_encoding``); every check runs before it is
+    returned."""
     _check_options(options)
     values = requested_values(measures, options.compat)
     _check_measure_formats(values, options)
     check_available(values)
-    con = connection if connection is not None else connect(functions=needed_functions(values))
+    con = connection if connection is not None else connect(functions=_functions(values, options))
     table = quote_identifier(f"duckrank_trec_eval_{uuid.uuid4().hex}")
     zscores = (quote_identifier(f"duckrank_trec_eval_zscores_{uuid.uuid4().hex}")
                if options.zscores is not None else None)
@@ -540,7 +627,7 @@ def _evaluation(qrels: str | Path, run: str | Path, measures: Sequence[str], opt
         if zscores is not None:
             load_zscores(con, zscores, file_paths(con, options.zscores, "z-scores")[0],
                          str(options.zscores), params["encoding"])
-        sql = _output_sql(table, values, options, zscores)
+        sql = _output_sql(table, values, options, zscores, lines)
         yield con.sql(sql, params=_output_params(con, sql, params) or None), params["encoding"]
     finally:
         for name in (table, zscores):
@@ -587,8 +674,8 @@ def printed_lines(qrels: str | Path, run: str | Path, measures: Sequence[str],
                   options: Options,
                   connection: duckdb.DuckDBPyConnection | None = None) -> list[str]:
     """The lines the command prints for its flags ``options`` (``options_from_flags``)."""
-    with _evaluation(qrels, run, measures, options, connection) as (relation, _):
-        return [line for *_, line in relation.fetchall()]
+    with _evaluation(qrels, run, measures, options, connection, lines=True) as (relation, _):
+        return [line for (block,) in relation.fetchall() for line in block.split("\n")]
 
 
 def options_from_flags(args: argparse.Namespace) -> Options:
@@ -615,16 +702,17 @@ def write_lines(qrels: str | Path, run: str | Path, measures: Sequence[str],
         values = requested_values(measures, options.compat)
         _check_measure_formats(values, options)
         check_available(values)
-        con = connect(functions=needed_functions(values))
+        con = connect(functions=_functions(values, options))
         # trec_eval's output only: no progress bar drawn among the lines on a terminal.
         con.execute("SET enable_progress_bar = false")
-        with _evaluation(qrels, run, measures, options, con) as (relation, file_encoding):
-            for *_, line in relation.iter_rows(batch_size=10_000):
+        with _evaluation(qrels, run, measures, options, con, lines=True) as (relation,
+                                                                             file_encoding):
+            for (block,) in relation.iter_rows(batch_size=1_000):
                 if file_encoding == UTF8:
-                    sys.stdout.write(line + "\n")
+                    sys.stdout.write(block + "\n")
                 else:
                     sys.stdout.flush()
-                    sys.stdout.buffer.write(output_bytes(line + "\n", file_encoding))
+                    sys.stdout.buffer.write(output_bytes(block + "\n", file_encoding))
     finally:
         if con is not None:
             con.close()

@@ -11,7 +11,15 @@ from typing import Any
 
 from duckrank.metrics import METRICS
 from duckrank.render.quoting import quote_identifier
-from duckrank.render.trec_eval import FORMULA, HITS
+from duckrank.render.trec_eval import (
+    FORMULA,
+    GRADED,
+    GRADED_PREFIX,
+    HITS,
+    JUDGED,
+    JUDGED_FIELDS,
+    judged_fields,
+)
 from duckrank.reports.trec_eval import prefs
 
 # The trec_eval versions the command reproduces: NIST's trec_eval 10.0 (the default) and the
@@ -39,8 +47,16 @@ REC, REL, GRADES, GAINS = "duckrank_rec", "duckrank_rel", "duckrank_grades", "du
 # The query's match of duckrank_rec against duckrank_rel (duckrank_matched, the binary metrics'
 # matching step, over the whole ranking): the STRUCT (K, pos, n, cut) their formulas read.
 MATCH = "duckrank_match"
-# The binary metrics read the match through TEMP macros of their record's formula, named
-# FORMULA + the metric's name (``duckrank.render.trec_eval``; ``HITS``: those metrics).
+# The query's judged match: duckrank_rec against the judgments (duckrank_grades), relevance at
+# -l, over the whole ranking: the STRUCT of ``JUDGED_FIELDS`` the judged metrics' formulas read,
+# and the ranks of positive grade and those grades (gpos, ggrades), of which graded metrics'
+# matches are cut (``_graded_at``).
+JUDGED_MATCH = "duckrank_judged"
+GRADED_FIELDS = frozenset({"K", "gpos", "ggrades", "ideal"})
+# The judgments of the query (as many as the entries of its MAPs of grades or gains).
+JUDGMENTS = "duckrank_judgments"
+# The metrics read the matches through TEMP macros of their record's formula, named FORMULA + the
+# metric's key in ``HITS``, ``GRADED`` or ``JUDGED`` (``duckrank.render.trec_eval``).
 
 
 def _match_at(k: str | None) -> str:
@@ -50,6 +66,37 @@ def _match_at(k: str | None) -> str:
         return MATCH
     return (f"struct_pack(K := least({MATCH}.K, {k}), pos := list_filter({MATCH}.pos, "
             f"lambda duckrank_q: duckrank_q <= {k}), n := {MATCH}.n, cut := {k})")
+
+
+def _up_to(ranks: str, k: str) -> str:
+    return f"list_filter({ranks}, lambda duckrank_q: duckrank_q <= {k})"
+
+
+def _judged_at(k: str | None, fields: frozenset[str]) -> str:
+    """The query's judged match cut at ``k`` (a validated positive integer), the ``fields`` a
+    formula reads (placeholders): the top k's grades and ranks, truth's counts and ideal grades
+    as they are; the whole match without one."""
+    if k is None:
+        return JUDGED_MATCH
+    cut = {"gains": f"list_slice({JUDGED_MATCH}.gains, 1, {k})",
+           "K": f"least({JUDGED_MATCH}.K, {k})", "cut": k,
+           **{f: _up_to(f"{JUDGED_MATCH}.{f}", k) for f in ("pos", "nonrel", "judged", "pool")}}
+    names = [JUDGED_FIELDS[p] for p in sorted(fields)]
+    return "struct_pack(" + ", ".join(
+        f"{f} := {cut.get(f, f'{JUDGED_MATCH}.{f}')}" for f in names) + ")"
+
+
+def _graded_at(k: str | None) -> str:
+    """The graded match (``graded_match_sql``'s fields) of the query's ranking at ``k`` (None:
+    the whole ranking) against its gains (positive grades; a negative grade gains 0), cut from
+    the judged match: the ranks of positive grade up to k and those grades, the min(k, n)
+    largest grades of truth."""
+    k = k or f"{JUDGED_MATCH}.K"
+    pos = _up_to(f"{JUDGED_MATCH}.gpos", k)
+    return (f"struct_pack(K := least({JUDGED_MATCH}.K, {k}), pos := {pos}, grades := "
+            f"list_slice({JUDGED_MATCH}.ggrades, 1, len({pos})), ideal := "
+            f"list_slice({JUDGED_MATCH}.ideal, 1, {k}), n := len({JUDGED_MATCH}.ideal), "
+            f"cut := {k})")
 
 
 @dataclass(frozen=True)
@@ -62,22 +109,47 @@ class Call:
     options: tuple[str, ...] = ()
     min_grade: bool = False
 
-    def shared(self) -> bool:
-        """Whether the value is the metric's formula over the query's match (``MATCH``),
-        rather than a call of its macro that matches again."""
-        return self.truth == REL and not self.min_grade and self.function in HITS
+    def formula(self) -> str | None:
+        """The key of the formula macro (``duckrank.render.trec_eval``) that computes the value
+        over the query's match (``MATCH``), judged match (``JUDGED_MATCH``: relevance at -l, so
+        for a call at -l or one whose formula reads no relevance) or the graded match cut from
+        it (the gains, ``GAINS``); None for a call of the metric's macro, which matches again."""
+        if self.function in JUDGED:
+            relevance = judged_fields(self.function) & {"pos", "nonrel", "n", "nn"}
+            shared = self.truth == GRADES and (self.min_grade or not relevance)
+            return self.function if shared else None
+        if self.truth == GAINS and GRADED_PREFIX + self.function in GRADED:
+            return GRADED_PREFIX + self.function
+        shared = self.truth == REL and not self.min_grade and self.function in HITS
+        return self.function if shared else None
+
+    def judged_fields(self) -> frozenset[str]:
+        """The fields of the judged match (``JUDGED_FIELDS``' values) the call reads."""
+        key = self.formula()
+        if key in JUDGED:
+            return frozenset(JUDGED_FIELDS[p] for p in judged_fields(key))
+        return GRADED_FIELDS if key in GRADED else frozenset()
 
     def sql(self, k: str | None = None, rec: str = REC, **values: str) -> str:
         """The call at cut-off ``k`` (None: the whole ranking) over the ranking ``rec`` (SQL),
         with the options' ``values`` (SQL)."""
         options = [f"{name} := {values[name]}" for name in self.options]
-        if self.shared():
-            arguments = [_match_at(k), *options]
-            return f"{quote_identifier(FORMULA + self.function)}({', '.join(arguments)})"
-        arguments = [rec, self.truth] + ([k] if k is not None else []) + options
-        if self.min_grade:
-            arguments.append("min_grade := $level")
-        return f"{quote_identifier(self.function)}({', '.join(arguments)})"
+        key = self.formula()
+        if key is None or rec != REC:
+            arguments = [rec, self.truth] + ([k] if k is not None else []) + options
+            if self.min_grade:
+                arguments.append("min_grade := $level")
+            return f"{quote_identifier(self.function)}({', '.join(arguments)})"
+        match = (_judged_at(k, judged_fields(key)) if key in JUDGED
+                 else _graded_at(k) if key in GRADED else _match_at(k))
+        formula = quote_identifier(FORMULA + key)
+        if match in (MATCH, JUDGED_MATCH):
+            return f"{formula}({', '.join([match, *options])})"
+        # A match cut at k is bound once by a lambda over a one-element list: the formula
+        # macro's lambdas would compute its text again for every element (ndcg_cut took 7 times
+        # longer, P and relative_P 2 to 3 times).
+        call = f"{formula}({', '.join(['duckrank_b', *options])})"
+        return f"list_transform([{match}], lambda duckrank_b: {call})[1]"
 
     def missing(self) -> str | None:
         """Why this build cannot make the call (None when it can)."""
@@ -328,7 +400,7 @@ def _ndcg_sql(pairs: tuple[tuple[int, float], ...]) -> str:
     # trec_eval's ndcg has no cut-off: its ideal ranking holds every document of positive gain,
     # so k is at least their number.
     gains = _gains_sql(pairs)
-    k = f"greatest(len({REC}), cardinality({gains}))"
+    k = f"greatest(len({REC}), {JUDGMENTS})"
     return _gains_checked(pairs, _zero_if_undefined(replace(_NDCG, truth=gains), k,
                                                     gain="'linear'"))
 
@@ -379,8 +451,9 @@ MEASURES: tuple[Measure, ...] = (
     Measure("11pt_avg", _eleven_point_sql(COMPAT_10), (_ELEVEN_POINT, _IPREC),
             params="averaged_levels", sql_9=_eleven_point_sql(COMPAT_9),
             on_empty=_eleven_point_on_empty),
-    Measure("binG", lambda _: _zero_if_undefined(Call("bing", GRADES, min_grade=True)),
-            (Call("bing", GRADES, min_grade=True),)),
+    # binG at -l: its relevant documents (grade >= -l, 0 or more) are duckrank_rel's, so it
+    # reads the query's match.
+    Measure("binG", lambda _: _zero_if_undefined(Call("bing")), (Call("bing"),)),
     Measure("G", lambda _: _zero_if_undefined(Call("normalized_gain", GRADES)),
             (Call("normalized_gain", GRADES),)),
     # trec_eval 10's dcg and ideal_dcg (m_ndcg.c): over the whole ranking, the ideal over every

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from duckrank.render.quoting import quote_identifier
 from duckrank.render.trec_eval import formula_macros as _formula_macros
 from duckrank.reports.trec_eval.measures import (
     BY_NAME,
@@ -211,18 +212,26 @@ def _calls(values: Sequence[Value]) -> list[Call]:
     return list(dict.fromkeys(call for value in values for call in value.measure.calls))
 
 
-def needed_functions(values: Sequence[Value]) -> list[str]:
+def needed_functions(values: Sequence[Value], sql: str | None = None) -> list[str]:
     """The duckrank SQL functions computing ``values`` takes: the file readers, the ranking, the
     matching step and the measures' functions (``connect(functions=...)`` registers just those,
-    in a tenth of the time of every function)."""
-    calls = [call.function for call in _calls(values)]
+    in a tenth of the time of every function). ``sql``: the measures' SQL, which calls only some
+    of them (the others' values are formulas over a shared match, ``formula_macros``): those
+    (registering all_trec's 32 took 0.13 s more)."""
+    calls = [call.function for call in _calls(values)
+             if sql is None or f"{quote_identifier(call.function)}(" in sql]
     return list(dict.fromkeys(["read_trec_run", "read_trec_qrels", "to_ordered_list",
                                "duckrank_matched", *calls]))
 
 
 def formula_macros(values: Sequence[Value]) -> dict[str, str]:
     """The CREATE statements, by macro name, of TEMP macros
-    ``duckrank_trec_eval_<metric>(match, options...)``, one per binary metric that ``values``
-    read from the shared match (``duckrank.render.trec_eval`` writes them)."""
-    return _formula_macros(c.function for c in _calls(values) if c.shared())
+    ``duckrank_trec_eval_<metric>(match, options...)``, one per metric that ``values`` read
+    from a shared match (``duckrank.render.trec_eval`` writes them)."""
+    return _formula_macros(key for key in (c.formula() for c in _calls(values)) if key)
 
+
+def judged_match_fields(values: Sequence[Value]) -> frozenset[str]:
+    """The fields of the judged match (``Call.judged_fields``) that ``values`` read from it:
+    none when no metric reads it."""
+    return frozenset(field for c in _calls(values) for field in c.judged_fields())
