@@ -127,8 +127,10 @@ class Option:
         """The error of a value outside the domain, the value shown as ``got``."""
         return f"{function}: {self.name} must be {self.requirement()}, got {got}"
 
-    def error_sql(self, function: str) -> tuple[str, str]:
-        """(condition, error): the value outside the domain, and the SQL error that says so."""
+    def error_sql(self, function: str, *, named_by: str | None = None) -> tuple[str, str]:
+        """(condition, error): the value outside the domain, and the SQL error that says so.
+        ``named_by``: SQL giving the function's name instead of ``function`` (a helper macro's
+        parameter that its callers fill with their own names)."""
         text = f"{self.name}::VARCHAR"
         if self.boolean:  # a value that is not a boolean fails DuckDB's own cast, naming it
             invalid = f"{self.name} IS NULL"
@@ -137,8 +139,11 @@ class Option:
             invalid = f"{text} IS NULL OR {text} NOT IN ({allowed})"
         else:
             invalid = self.bounds.invalid_sql(self.name)
-        message = self.error_text(function, "").replace("'", "''")
-        return invalid, f"error('{message}' || coalesce({text}, 'NULL'))"
+        if named_by is None:
+            message = "'" + self.error_text(function, "").replace("'", "''") + "'"
+        else:
+            message = f"{named_by} || '" + self.error_text("", "").replace("'", "''") + "'"
+        return invalid, f"error({message} || coalesce({text}, 'NULL'))"
 
     def check(self, function: str, value: object) -> None:
         """The Python twin of ``error_sql``: ValueError, same text."""

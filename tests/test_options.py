@@ -126,3 +126,15 @@ def test_infinity_is_taken_only_where_the_bounds_say_so() -> None:
         assert con.execute(f"SELECT {clip.invalid_sql('x')} FROM (SELECT {value} AS x)"
                            ).fetchone() == (invalid,), value
     assert Option("lam", math.inf, "doc", bounds=clip).sql_default() == "'infinity'::DOUBLE"
+
+
+def test_a_helper_macro_names_its_caller_in_the_error() -> None:
+    # A helper macro gets its caller's name as a parameter (fn): the error reads it from there.
+    k = Option("k", None, "doc", bounds=options.POSITIVE_INTEGER)
+    condition, error = k.error_sql("", named_by="fn")
+    con = duckdb.connect()
+    con.execute(f"CREATE MACRO checked_k(fn, k) AS CASE WHEN {condition} THEN {error} ELSE k END")
+    assert con.execute("SELECT checked_k('catalog_coverage', 3)").fetchone() == (3,)
+    with pytest.raises(duckdb.Error, match="catalog_coverage: k must be a positive integer, "
+                                           "got 0"):
+        con.execute("SELECT checked_k('catalog_coverage', 0)").fetchall()

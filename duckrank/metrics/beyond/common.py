@@ -119,16 +119,18 @@ _THRESHOLD = optional("threshold", 1, "the smallest relevant grade (Elliot's rel
                       "threshold)", bounds=Bounds())
 
 
-def _when_invalid(fn: str, parameters: Sequence[Parameter]) -> str:
+def _when_invalid(fn: str, parameters: Sequence[Parameter], named_by: str | None = None) -> str:
     """``WHEN <value outside the domain> THEN <its error>`` for each of ``parameters``, in order
-    (``Option.error_sql``: the error names ``fn``, the option and the value)."""
-    return " ".join("WHEN {} THEN {}".format(*p.option.error_sql(fn)) for p in parameters)
+    (``Option.error_sql``: the error names ``fn``, or the function ``named_by`` gives, the option
+    and the value)."""
+    return " ".join("WHEN {} THEN {}".format(*p.option.error_sql(fn, named_by=named_by))
+                    for p in parameters)
 
 
-def checked_sql(fn: str, value: str, *parameters: Parameter) -> str:
+def checked_sql(fn: str, value: str, *parameters: Parameter, named_by: str | None = None) -> str:
     """SQL of ``value``, or the error of the first of ``parameters`` whose value is outside its
     domain."""
-    return f"CASE {_when_invalid(fn, parameters)} ELSE {value} END"
+    return f"CASE {_when_invalid(fn, parameters, named_by)} ELSE {value} END"
 
 
 def _value(fn: str, parameter: Parameter) -> str:
@@ -139,13 +141,8 @@ def _value(fn: str, parameter: Parameter) -> str:
     return checked_sql(fn, f"{name}::BOOLEAN" if parameter.option.boolean else name, parameter)
 
 
-# Stands for the function's name in the checks of a helper macro, which is given that name as
-# SQL (its parameter ``fn``): ``_by_fn`` puts the parameter in its place.
-_FN = "\x00fn"
-
-
-def _by_fn(sql: str) -> str:
-    return sql.replace(f"error('{_FN}", "error(fn || '")
+# k checked in the helper macros, which are given their caller's name as the parameter fn.
+_K_OF_FN = checked_sql("", "k::BIGINT", _K, named_by="fn")
 
 
 def _k(name: str) -> str:
@@ -178,7 +175,7 @@ def _top_items_macro(name: str, truth: bool) -> str:
         "  unnest(CASE WHEN coalesce(len(top), 0) = 0 THEN [NULL] ELSE range(1, len(top) + 1) "
         "END) AS pos\n"
         # The list is sliced a level up: DuckDB 1.4 and 1.5 cannot parse COLUMNS(...)[1:k].
-        f"FROM (SELECT \"user\", r[1:{_by_fn(_k(_FN))}] AS top{passed} FROM (SELECT "
+        f"FROM (SELECT \"user\", r[1:{_K_OF_FN}] AS top{passed} FROM (SELECT "
         f"{_column('user_col')} AS \"user\", {_column('rec_col')} AS r{extra_column} "
         "FROM query_table(recs)))"
     )
@@ -193,7 +190,7 @@ TOP_ITEMS_WITH_TRUTH = _top_items_macro("duckrank_top_items_truth", truth=True)
 # CatalogCoverage on its ready-made long frame.
 RECOMMENDED_ITEMS = (
     "CREATE OR REPLACE MACRO duckrank_recommended_items(fn, recs, k, rec_col) AS TABLE\n"
-    f"SELECT item FROM (SELECT unnest(r[1:{_by_fn(_k(_FN))}]) AS item FROM (SELECT "
+    f"SELECT item FROM (SELECT unnest(r[1:{_K_OF_FN}]) AS item FROM (SELECT "
     f"{_column('rec_col')} AS r FROM query_table(recs))) WHERE item IS NOT NULL"
 )
 
@@ -234,7 +231,7 @@ CATALOG_SIZE = (
     "table name) or catalog_size (a number of items)')\n"
     "  WHEN catalog IS NOT NULL AND catalog_size IS NOT NULL THEN error(fn || ': give catalog or "
     "catalog_size, not both')\n"
-    f"  {_by_fn(_when_invalid(_FN, [_CATALOG_SIZE]))}\n"
+    f"  {_when_invalid('', [_CATALOG_SIZE], named_by='fn')}\n"
     f"  ELSE coalesce(catalog_size, (SELECT count(DISTINCT c) FROM {_CATALOG_ITEMS}))::DOUBLE END"
 )
 
