@@ -1,8 +1,8 @@
 /* The helpers every family of duckrank's native functions shares (match.c, graded.c, edrc.c,
- * correlation.c, topk.c): ids (how a list element is stored, read by value), hashing (mix, the
- * string hash, string equality) and errors (an error message naming the function). Included after
- * capi.h; all are static inline, so each is defined here once and inlined where the hot loops
- * call it. */
+ * correlation.c, topk.c): ids (how a list element is stored, read by value), hashing (one hash
+ * per key family, linear probing, string equality) and errors (an error message naming the
+ * function). Included after capi.h; all are static inline, so each is defined here once and
+ * inlined where the hot loops call it. */
 #ifndef DUCKRANK_COMMON_H
 #define DUCKRANK_COMMON_H
 
@@ -109,28 +109,31 @@ static inline uint64_t mix(uint64_t x) {
 	return x;
 }
 
-/* How a hash's bits are finished for the table that reads it. The matching step's tables
- * (truth_table.h) take a slot from the top bits (Fibonacci hashing: a multiply whose high bits mix
- * every input bit); the preference step's finder takes the low bits (a mask), which need the full
- * finalizer. Each table keeps its finish: the values, and so each table's layout, are those it
- * was measured with. */
-typedef enum { HASH_FOR_HIGH_BITS, HASH_FOR_LOW_BITS } hash_finish;
-
+/* One hash per key family, shared by both hash tables of ids (truth_table.h's and the preference
+ * step's finder, preference_step.h): 64-bit keys, 128-bit keys (HUGEINT, UUID, integers widened to
+ * them) and strings. Each is finished for Fibonacci hashing: a table reads a hash's top bits
+ * (probe_slot), which a multiply by 2^64 / golden ratio mixes from every input bit, so no second
+ * finalizer is spent on the low bits. Equal keys of a family hash alike whatever table holds them. */
 #define GOLDEN_RATIO_64 0x9e3779b97f4a7c15ULL
 
-ALWAYS_INLINE uint64_t finish_hash(uint64_t h, hash_finish finish) {
-	return finish == HASH_FOR_HIGH_BITS ? h * GOLDEN_RATIO_64 : mix(h);
+/* Folding the high half in first keeps ids that differ only in their high bits (shifted or packed
+ * ids) apart: the product's top bits see little of the key's top bits otherwise. */
+ALWAYS_INLINE uint64_t hash64(uint64_t key) {
+	return (key ^ (key >> 29)) * GOLDEN_RATIO_64;
+}
+
+ALWAYS_INLINE uint64_t hash128(uint64_t lo, uint64_t hi) {
+	return (lo ^ mix(hi)) * GOLDEN_RATIO_64;
 }
 
 /* A string of up to 12 bytes is stored inline and zero-padded, so its 16 bytes (length, then
- * content) identify it; a longer one is hashed over its bytes. `finish` is a constant at every
- * call, so each caller gets its own copy of the loop. */
-ALWAYS_INLINE uint64_t hash_string(const duckdb_string_t *s, hash_finish finish) {
+ * content) identify it and hash as a 128-bit key; a longer one is hashed over its bytes. */
+ALWAYS_INLINE uint64_t hash_string(const duckdb_string_t *s) {
 	uint64_t words[2];
 	memcpy(words, s, 16);
 	uint32_t len = s->value.inlined.length;
 	if (len <= 12) {
-		return finish_hash(words[0] ^ mix(words[1]), finish);
+		return hash128(words[0], words[1]);
 	}
 	const unsigned char *p = (const unsigned char *)s->value.pointer.ptr;
 	uint64_t h = GOLDEN_RATIO_64 ^ len;
@@ -141,7 +144,13 @@ ALWAYS_INLINE uint64_t hash_string(const duckdb_string_t *s, hash_finish finish)
 	}
 	uint64_t tail = 0;
 	memcpy(&tail, p, len);
-	return finish_hash(mix(h ^ tail), finish);
+	return mix(h ^ tail) * GOLDEN_RATIO_64;
+}
+
+/* Open addressing with linear probing, as both tables probe: the slot of the probe-th step for a
+ * hash, in a table of 2^(64 - shift) slots, starting at the hash's top bits. */
+ALWAYS_INLINE idx_t probe_slot(uint64_t hash, int shift, idx_t probe) {
+	return ((hash >> shift) + probe) & ((((idx_t)1) << (64 - shift)) - 1);
 }
 
 static inline int strings_equal(const duckdb_string_t *a, const duckdb_string_t *b) {

@@ -130,7 +130,7 @@ static int key_integer(const duckdb_string_t *key, key_reading reading, uint64_t
 /* The slot of a key: for integer readings `hash` holds the integer itself and `text` is NULL. */
 ALWAYS_INLINE slot_graded *lookup_graded(truth_scratch *s, key_reading reading, const duckdb_string_t *text,
                                          uint64_t key) {
-	uint64_t hash = reading == KEYS_AS_TEXT ? key : HASH64(key);
+	uint64_t hash = reading == KEYS_AS_TEXT ? key : hash64(key);
 	for (idx_t probe = 0;; probe++) {
 		slot_graded *e = SLOT_AT(slot_graded, s, hash, probe);
 		if (e->stamp != s->stamp ||
@@ -165,7 +165,7 @@ static void insert_graded(truth_scratch *s, key_reading reading, const graded_tr
 		}
 	} else if (reading == KEYS_AS_TEXT) {
 		for (idx_t i = t.offset; i < end; i++) {
-			put_graded(s, KEYS_AS_TEXT, truth, i, &truth->keys[i], hash_string(&truth->keys[i], HASH_FOR_HIGH_BITS));
+			put_graded(s, KEYS_AS_TEXT, truth, i, &truth->keys[i], hash_string(&truth->keys[i]));
 		}
 	} else {
 		for (idx_t i = t.offset; i < end; i++) {
@@ -187,7 +187,7 @@ ALWAYS_INLINE double take_grade(truth_scratch *s, key_reading reading, id_kind k
 	uint64_t key;
 	if (reading == KEYS_AS_TEXT) {
 		text = (const duckdb_string_t *)rec_data + i;
-		key = hash_string(text, HASH_FOR_HIGH_BITS);
+		key = hash_string(text);
 	} else {
 		key = read64(kind, rec_data, i);
 	}

@@ -125,9 +125,9 @@ typedef struct {
 
 #define EQUAL64(e, k, h) ((e)->key == (k))
 #define STORE64(e, k, h) ((e)->key = (k))
-DEFINE_MATCH(64, slot64, uint64_t, read64, HASH64, EQUAL64, STORE64)
+DEFINE_MATCH(64, slot64, uint64_t, read64, hash64, EQUAL64, STORE64)
 
-#define HASH128(key) (((key).lo ^ mix((key).hi)) * 0x9e3779b97f4a7c15ULL)
+#define HASH128(key) hash128((key).lo, (key).hi)
 #define EQUAL128(e, k, h) ((e)->key.lo == (k).lo && (e)->key.hi == (k).hi)
 #define STORE128(e, k, h) ((e)->key = (k))
 DEFINE_MATCH(128, slot128, key128, read128, HASH128, EQUAL128, STORE128)
@@ -135,8 +135,7 @@ DEFINE_MATCH(128, slot128, key128, read128, HASH128, EQUAL128, STORE128)
 #define READ_STRING(kind, data, i) ((const duckdb_string_t *)(data) + (i))
 #define EQUAL_STRING(e, k, h) ((e)->hash == (h) && strings_equal((e)->text, (k)))
 #define STORE_STRING(e, k, h) ((e)->hash = (h), (e)->text = (k))
-#define HASH_STRING(key) hash_string((key), HASH_FOR_HIGH_BITS)
-DEFINE_MATCH(string, slot_string, const duckdb_string_t *, READ_STRING, HASH_STRING, EQUAL_STRING,
+DEFINE_MATCH(string, slot_string, const duckdb_string_t *, READ_STRING, hash_string, EQUAL_STRING,
              STORE_STRING)
 
 /* One row: n, and the hits appended to the scratch. The common kinds get their own copies of

@@ -93,7 +93,7 @@ ids ids_of(duckdb_vector items) {
 	return v;
 }
 
-int family_of(const ids *lists, int count) {
+int preference_family_of(const ids *lists, int count) {
 	int integers = 1, strings = 1;
 	for (int i = 0; i < count; i++) {
 		integers &= fits_int64(kind_of(lists[i].type));
@@ -104,7 +104,7 @@ int family_of(const ids *lists, int count) {
 
 int64_t call_limit(duckdb_function_info info, const char *name, const ids *lists, int count,
                    duckdb_data_chunk input, idx_t arguments) {
-	if (!family_of(lists, count)) {
+	if (!preference_family_of(lists, count)) {
 		set_error(info, name, NOT_HANDLED);
 		return -1;
 	}
@@ -140,8 +140,10 @@ void id_name(const ids *v, idx_t i, char *out, size_t size) {
 
 int start_hash(preference_scratch *s, finder *f, int strings, idx_t count) {
 	uint64_t size = 64;
+	int bits = 6;
 	while (size < 4 * (uint64_t)count) {
 		size *= 2;
+		bits++;
 	}
 	f->strings = strings;
 	f->direct = 0;
@@ -150,7 +152,7 @@ int start_hash(preference_scratch *s, finder *f, int strings, idx_t count) {
 		return 0;
 	}
 	memset(f->slots, 0, size * sizeof(slot));
-	f->mask = size - 1;
+	f->shift = 64 - bits;
 	return 1;
 }
 

@@ -75,6 +75,9 @@ typedef struct {
 	const uint64_t *validity;
 } ids;
 
+/* An integer id (preference_family_of admits only the kinds that fit an int64). Not common.h's
+ * read64: its switch also reads floats, dates and unsigned 64-bit ids, and going through it made
+ * a whole kendall_tau run over lists of 1,000 BIGINT ids about 5% slower. */
 static inline int64_t read_int(const ids *v, idx_t i) {
 	switch (v->type) {
 	case DUCKDB_TYPE_TINYINT: return ((const int8_t *)v->data)[i];
@@ -94,10 +97,11 @@ int is_list(duckdb_vector vector);
 ids ids_of(duckdb_vector items);
 
 /* 1 when every list holds integers fitting an int64, 2 when every one holds VARCHAR, 0 otherwise. */
-int family_of(const ids *lists, int count);
+int preference_family_of(const ids *lists, int count);
 
 /* The memory_limit of a call (budget_limit; `arguments` before it) whose ids are `lists`; -1 with
- * the error set when their kind is not handled here (family_of) or the limit is not a size. */
+ * the error set when their kind is not handled here (preference_family_of) or the limit is not a
+ * size. */
 int64_t call_limit(duckdb_function_info info, const char *name, const ids *lists, int count,
                    duckdb_data_chunk input, idx_t arguments);
 
@@ -131,7 +135,25 @@ typedef struct {
 /* A map from one row's ids to small numbers (int32, -1 for "absent"). Integer ids spanning a range
  * of at most a few times the row's length are their own index into a direct-address table (item
  * numbers of a catalogue: no hashing); other ids go to an open-addressing hash table (linear
- * probing, at most a quarter full). */
+ * probing, at most a quarter full).
+ *
+ * Its hash table shares with the matching step's truth table (truth_table.h) what is the same need:
+ * the hash of each key family and the probing (common.h: hash64, hash_string, probe_slot), so equal
+ * ids hash alike in both. It is kept a table of its own, not a fourth slot type of the truth table,
+ * for what differs (merging them would cost one or the other its layout or its memory):
+ * - it is a map, not a set: a slot holds the id's number (int32), written through entry() while
+ *   the row's graphs are built, where the truth table holds a consumed flag (and a grade);
+ * - it has no 128-bit family (the preference step takes integers that fit an int64, and VARCHAR);
+ * - it is emptied by a memset of the row's slots, not by a row stamp: stamps need memory that
+ *   only ever held this table's slots, and its memory is the scratch's B_SLOTS buffer, which holds
+ *   the direct-address table on other rows and which reserve() neither keeps nor zeroes when it
+ *   grows; clearing is linear in the row, the graphs' work after it (sorting, closures, Fenwick
+ *   counts) is not;
+ * - it is sized at most a quarter full at every size, the fill it was measured with; the truth
+ *   table's eighth (half past SPARSE_SLOTS) comes from its own measurements, on lookups that
+ *   mostly miss (truth_table.h), and neither was measured at the other's fill;
+ * - the direct-address table in front of it is the finder's alone; the truth table was never
+ *   measured with one. */
 typedef struct {
 	int strings;
 	int direct;
@@ -139,7 +161,7 @@ typedef struct {
 	uint64_t span;
 	int32_t *table;
 	slot *slots;
-	uint64_t mask;
+	int shift; /* 64 - log2(slots) (probe_slot) */
 } finder;
 
 /* An empty hash table for up to `count` ids (strings or integers); count is at most 2 * MAX_ITEMS
@@ -150,17 +172,17 @@ int start_hash(preference_scratch *s, finder *f, int strings, idx_t count);
 int start_finder(preference_scratch *s, finder *f, const ids *v, idx_t offset, idx_t count);
 
 /* Id i of v as a table key (its text's hash, or the integer itself), with its text (NULL for
- * integers) and its first probe. */
+ * integers) and its hash. */
 static inline uint64_t key_of(const finder *f, const ids *v, idx_t i, const duckdb_string_t **text,
                               uint64_t *at) {
 	if (f->strings) {
 		*text = (const duckdb_string_t *)v->data + i;
-		*at = hash_string(*text, HASH_FOR_LOW_BITS);
+		*at = hash_string(*text);
 		return *at;
 	}
 	*text = NULL;
 	uint64_t key = (uint64_t)read_int(v, i);
-	*at = mix(key);
+	*at = hash64(key);
 	return key;
 }
 
@@ -169,8 +191,8 @@ static inline slot *slot_of(const finder *f, const ids *v, idx_t i) {
 	const duckdb_string_t *text;
 	uint64_t at;
 	uint64_t key = key_of(f, v, i, &text, &at);
-	for (;; at++) {
-		slot *e = &f->slots[at & f->mask];
+	for (idx_t probe = 0;; probe++) {
+		slot *e = &f->slots[probe_slot(at, f->shift, probe)];
 		if (!e->used || (e->key == key && (!text || strings_equal(e->text, text)))) {
 			e->key = key;
 			e->text = text;
@@ -204,8 +226,8 @@ static inline int32_t find(const finder *f, const ids *v, idx_t i) {
 	const duckdb_string_t *text;
 	uint64_t at;
 	uint64_t key = key_of(f, v, i, &text, &at);
-	for (;; at++) {
-		const slot *e = &f->slots[at & f->mask];
+	for (idx_t probe = 0;; probe++) {
+		const slot *e = &f->slots[probe_slot(at, f->shift, probe)];
 		if (!e->used) {
 			return -1;
 		}

@@ -28,7 +28,9 @@
  * values in DuckDB's generic sort-key encoding (max(x, k)); evaluate's long runs (issue 19, item 4)
  * spent most of their time there. Here a group's state is a binary min-heap of at most k (key,
  * item) pairs, each key and item mapped once to an unsigned 64-bit word of the same order, so most
- * rows of a long group cost one comparison with the heap's root.
+ * rows of a long group cost one comparison with the heap's root. It keeps no hash table, and its
+ * words are not common.h's read64: those make equal ids equal (a float by its bits), these order
+ * them as DuckDB does (double_word, read_item), so the two readers stay apart.
  *
  * Memory: a group holds at most min(k, its rows) pairs of 16 bytes (24 for VARCHAR, plus a copy of
  * an item longer than 12 bytes), allocated with malloc as the group grows (doubling), so short

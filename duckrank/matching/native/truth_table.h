@@ -27,7 +27,14 @@ typedef struct {
 
 /* An open-addressing hash set of one row's truth items (linear probing). A slot belongs to the
  * current row when its stamp is the row's, so the table is never cleared between rows. `consumed`
- * marks an item already hit at an earlier position of rec (a repeat is a miss). */
+ * marks an item already hit at an earlier position of rec (a repeat is a miss).
+ *
+ * One design for the three key families (slot64, slot128, slot_string; slot_graded adds a grade)
+ * and both matching families: one allocation sized for the largest slot, one stamp, one sizing
+ * (start_row), one probing. The hashes and the probing are common.h's, shared with the preference
+ * step's finder (preference_step.h), which stays a table of its own for the reasons given there: a
+ * map to int32 numbers rather than a set with consumed flags, no 128-bit keys, cleared by memset in
+ * a buffer it shares with a direct-address table, a quarter full at every size. */
 typedef struct {
 	uint64_t key;
 	uint32_t stamp, consumed;
@@ -86,11 +93,7 @@ void release_truth_scratch(truth_scratch *s);
  * truth_table.c says how). */
 row_start start_row(truth_scratch *s, idx_t truth_len, idx_t top);
 
-#define SLOT_AT(type, s, hash, probe) (&((type *)(s)->slots)[(((hash) >> (s)->shift) + (probe)) & ((((idx_t)1) << (64 - (s)->shift)) - 1)])
-
-/* Fibonacci hashing reads the product's top bits; folding the high half in first keeps ids that
- * differ only in their high bits (shifted or packed ids) apart. */
-#define HASH64(key) (((key) ^ ((key) >> 29)) * 0x9e3779b97f4a7c15ULL)
+#define SLOT_AT(type, s, hash, probe) (&((type *)(s)->slots)[probe_slot((hash), (s)->shift, (probe))])
 
 /* A chunk's (rec, truth, k) rows, as both functions read them. */
 typedef struct {
