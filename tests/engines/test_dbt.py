@@ -90,11 +90,11 @@ def _project(root: Path, database: Path, native: bool) -> None:
                    average_precision(rec, truth, 4) as map_at_4
             from {{ ref('ranked') }} join {{ ref('judged') }} using (userid)
             """,
-        # 1 when the model's connection matches through the native step (its TEMP ndcg macro
-        # calls duckrank_match), else 0.
+        # 1 when the model's connection matches through the native step (its TEMP helper
+        # duckrank_native_match, which the metric macros call, calls duckrank_match), else 0.
         "models/matching_step.sql": """
             select count(*) as native from duckdb_functions()
-            where function_name = 'ndcg' and database_name = 'temp'
+            where function_name = 'duckrank_native_match' and database_name = 'temp'
               and macro_definition like '%duckrank_match%'
             """,
         "models/schema.yml": """

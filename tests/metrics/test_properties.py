@@ -33,7 +33,16 @@ from hypothesis import strategies as st
 
 import duckrank
 from duckrank.matching.arrays import match_grade_lists, match_grades, match_hits
-from duckrank.metrics import METRICS, classification, cwl, diversity, judged_only, peers, trec_eval
+from duckrank.metrics import (
+    METRICS,
+    classification,
+    cwl,
+    diversity,
+    judged_only,
+    peers,
+    prefs,
+    trec_eval,
+)
 from duckrank.metrics.preference import DISCOUNTS
 
 VECTOR_SIZE = 2048
@@ -998,6 +1007,9 @@ def test_every_metric_and_hivemall_function_has_a_property():
     # RecTools' and Elliot's classification-style metrics: against RecTools user by user and
     # hand calculations from Elliot's formulas (tests/metrics/test_classification.py).
     covered |= {m.name for m in classification.METRICS}
+    # trec_eval 10's preference measures: against the trec_eval 10.0 binary's outputs and the
+    # command, query by query (tests/reports/test_prefs_functions.py).
+    covered |= {m.name for m in prefs.METRICS}
     assert covered == {m.name for m in METRICS}
     hivemall_functions = {
         row[0] for row in duckrank.connect().execute(
