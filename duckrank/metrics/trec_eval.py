@@ -103,15 +103,6 @@ def _prefix_sums(terms: str) -> str:
     )
 
 
-def _interpolated_precision(positions: str, first: str) -> str:
-    """max over the j-th hits, j >= first, of j / p_j: trec_eval's interpolated precision at the
-    ``first``-th relevant item (precision only falls between hits)."""
-    return (
-        f"coalesce(list_max(list_transform(list_slice(list_sort({positions}), {first}, "
-        f"len({positions})), lambda q, j: (j + {first} - 1) / q)), 0.0)"
-    )
-
-
 # How trec_eval turns a recall level x into a count of relevant items (m_iprec_at_recall.c,
 # m_11pt_avg.c): trec_eval 10 rounds x * num_rel to the nearest integer, halves away from zero
 # (C's lround); trec_eval 9 (and pytrec_eval, which bundles it) took trunc(x * num_rel + 0.9).
@@ -127,13 +118,25 @@ ROUNDING = Option(
 )
 
 
-def _iprec_sql(cut: str) -> str:
-    """iprec_at_recall with the cut c (a ``_RECALL_CUTS`` form over the level, as SQL): c = 0
-    reads every hit, c beyond the hits is 0."""
+# The precision at each hit, j / p_j (p_j the rank of the j-th hit), bound once: 11pt_avg's
+# levels share one sort of the hits.
+_PRECISIONS = "list_transform(list_sort({pos}), lambda q, j: j / q)"
+
+
+def _iprec_over(precisions: str, cut: str, hits: str) -> str:
+    """iprec_at_recall with the cut c (a ``_RECALL_CUTS`` form over the level, as SQL) from the
+    precisions at the ``hits`` hits (``_PRECISIONS``, read once): the max of those of the hits
+    j >= max(c, 1), trec_eval's interpolated precision (precision only falls between hits);
+    c = 0 reads every hit, c beyond the hits is 0 (and the precisions are not computed)."""
     return (
-        f"CASE WHEN {cut} > len({{pos}}) THEN 0.0 "
-        f"ELSE {_interpolated_precision('{pos}', f'greatest({cut}, 1)')} END"
+        f"CASE WHEN {cut} > {hits} THEN 0.0 ELSE coalesce(list_max(list_slice({precisions}, "
+        f"greatest({cut}, 1), {hits})), 0.0) END"
     )
+
+
+def _iprec_sql(cut: str) -> str:
+    """``_iprec_over`` the match's hits ``{pos}``."""
+    return _iprec_over(_PRECISIONS, cut, "len({pos})")
 
 
 def _recall_cut_sql(level: str, formula: Callable[[str], str]) -> dict:
@@ -316,8 +319,9 @@ ELEVEN_POINT_AP = _record(
     f"that order as trec_eval sums; {_CUT_FORMULA}",
     kernel=_eleven_point_ap, source="11pt_avg", options=(ROUNDING,),
     **_recall_cut_sql("level", lambda cut: (
-        "list_reduce(list_transform([" + ", ".join(f"{level!r}" for level in ELEVEN_LEVELS[::-1])
-        + "]::DOUBLE[], lambda level: " + _iprec_sql(cut) + "), lambda a, b: a + b) / 11"
+        "list_transform([" + _PRECISIONS + "], lambda prec: list_reduce(list_transform(["
+        + ", ".join(f"{level!r}" for level in ELEVEN_LEVELS[::-1]) + "]::DOUBLE[], lambda level: "
+        + _iprec_over("prec", cut, "len(prec)") + "), lambda a, b: a + b) / 11)[1]"
     )),
 )
 SET_PRECISION = _record(
@@ -419,20 +423,8 @@ BINARY = (
 INFAP_EPSILON = 0.00001  # trec_eval's INFAP_EPSILON (trec_eval.h)
 
 
-def _gain(grade: str) -> str:
-    """trec_eval's default gain: the grade itself, 0 for an unjudged or negative-grade item."""
-    return f"greatest({grade}, 0.0)"
-
-
-def _dcg_to(rank: str) -> str:
-    """DCG of the top ``rank`` with trec_eval's gains and log2(i + 1) discount."""
-    return (
-        f"coalesce(list_sum(list_transform(list_slice({{gains}}, 1, {rank}), "
-        f"lambda x, i: {_gain('x')} / log2(i + 1))), 0.0)"
-    )
-
-
 def _ideal_dcg_to(rank: str) -> str:
+    """The ideal DCG of the top ``rank`` (linear gain, log2(i + 1) discount)."""
     return (
         f"coalesce(list_sum(list_transform(list_slice({{ideal}}, 1, {rank}), "
         "lambda x, i: x / log2(i + 1))), 0.0)"
@@ -583,42 +575,55 @@ INFAP_SQL = (
     "0.0) / {n} END"
 )
 
-# Ranks r where the ideal gain changes (after the last positive one included), and the terms of
-# ndcg_rel and G at the ranks of positive gain.
-# (by the element's index rather than by indexing the list inside a lambda, which copies it)
-_GAIN_RANKS = (
-    "list_filter(list_transform({gains}, lambda x, i: CASE WHEN x > 0 THEN i END), "
-    "lambda i: i IS NOT NULL)"
-)
+def _positive(term: bool) -> str:
+    """The ranks q of positive gain in rank order, each with its gain g (and with ``term`` its
+    DCG term t): the ranks from one pass over the top K, their gains picked by list_select
+    (indexing the list inside a lambda copies it for every element). A DCG sums these terms
+    alone (a rank of gain 0 adds 0.0, which leaves a sum of doubles as it is), so that the
+    formulas below loop over the ranks of positive gain, not over all K."""
+    fields = "q := z[1], g := z[2]" + (", t := z[2] / log2(z[1] + 1)" if term else "")
+    return (
+        "list_transform([list_filter(list_transform({gains}, lambda x, i: CASE WHEN x > 0 THEN i "
+        "END), lambda i: i IS NOT NULL)], lambda rs: list_transform(list_zip(rs, "
+        f"list_select({{gains}}, rs)), lambda z: struct_pack({fields})))[1]"
+    )
+
+
+def _positive_dcg(positive: str, rank: str | None = None) -> str:
+    """The DCG of the top ``rank`` (None: of the top K) from ``_positive``'s list ``positive``."""
+    terms = positive if rank is None else f"list_filter({positive}, lambda p: p.q <= {rank})"
+    return f"coalesce(list_sum(list_transform({terms}, lambda p: p.t)), 0.0)"
+
+
+# Rndcg: the ranks r where the ideal gain changes (the last positive one included).
 RNDCG_SQL = (
     "CASE WHEN {n} = 0 THEN 0.0 WHEN len({ideal}) = 0 THEN NULL ELSE list_transform(["
-    "list_concat(list_transform(list_filter(range(1, len({ideal}) + 1), lambda r: "
-    "r = len({ideal}) OR {ideal}[r + 1] <> {ideal}[r]), lambda r: "
-    f"{_dcg_to('least(r, {K})')} / {_ideal_dcg_to('r')}), "
+    f"{_positive(True)}], lambda ps: list_transform([list_concat(list_transform(list_filter("
+    "range(1, len({ideal}) + 1), lambda r: r = len({ideal}) OR {ideal}[r + 1] <> {ideal}[r]), "
+    f"lambda r: {_positive_dcg('ps', 'r')} / {_ideal_dcg_to('r')}), "
     "CASE WHEN len({ideal}) + 1 < {K} THEN "
-    f"[{_dcg_to('{K}')} / {_ideal_dcg_to('len({ideal})')}] ELSE [] END)], "
-    "lambda t: list_sum(t) / len(t))[1] END"
+    f"[{_positive_dcg('ps')} / {_ideal_dcg_to('len({ideal})')}] ELSE [] END)], "
+    "lambda t: list_sum(t) / len(t))[1])[1] END"
 )
 
 NDCG_REL_SQL = (
-    "CASE WHEN len({ideal}) = 0 THEN 0.0 ELSE list_transform([struct_pack(r := " + _GAIN_RANKS
-    + ", total := " + _dcg_to("{K}") + ", ideal := " + _prefix_sums(
-        "list_transform({ideal}, lambda x, i: x / log2(i + 1))") + ")], lambda s: "
-    "list_transform([" + _prefix_sums(
-        "list_transform(s.r, lambda q: {gains}[q] / log2(q + 1))") + "], lambda dcg: "
-    "(coalesce(list_sum(list_transform(s.r, lambda q, j: dcg[j] / "
-    "s.ideal[least(q, len({ideal}))])), 0.0) "
-    "+ (len({ideal}) - len(s.r)) * s.total / s.ideal[len({ideal})]) / len({ideal}))[1])[1] END"
+    "CASE WHEN len({ideal}) = 0 THEN 0.0 ELSE list_transform([struct_pack(p := " + _positive(True)
+    + ", ideal := " + _prefix_sums("list_transform({ideal}, lambda x, i: x / log2(i + 1))")
+    + ")], lambda s: list_transform([" + _prefix_sums("list_transform(s.p, lambda p: p.t)")
+    + "], lambda dcg: (coalesce(list_sum(list_transform(s.p, lambda p, j: dcg[j] / "
+    "s.ideal[least(p.q, len({ideal}))])), 0.0) "
+    "+ (len({ideal}) - len(s.p)) * coalesce(dcg[len(s.p)], 0.0) / s.ideal[len({ideal})]) "
+    "/ len({ideal}))[1])[1] END"
 )
 
 # G: at a rank q of positive gain, cost(q) = sum over i <= min(q, R) of max(ideal_i, 1), plus 1
 # for each rank past R; gained(q) = the gains up to q.
 G_SQL = (
-    "CASE WHEN len({ideal}) = 0 THEN 0.0 ELSE list_transform([struct_pack(r := " + _GAIN_RANKS
+    "CASE WHEN len({ideal}) = 0 THEN 0.0 ELSE list_transform([struct_pack(p := " + _positive(False)
     + ", cost := " + _prefix_sums("list_transform({ideal}, lambda x: greatest(x, 1.0))")
-    + ")], lambda s: list_transform([" + _prefix_sums("list_transform(s.r, lambda q: {gains}[q])")
-    + "], lambda gained: coalesce(list_sum(list_transform(s.r, lambda q, j: {gains}[q] / "
-    "log2(2 + s.cost[least(q, len({ideal}))] + greatest(q - len({ideal}), 0) - gained[j]))), "
+    + ")], lambda s: list_transform([" + _prefix_sums("list_transform(s.p, lambda p: p.g)")
+    + "], lambda gained: coalesce(list_sum(list_transform(s.p, lambda p, j: p.g / "
+    "log2(2 + s.cost[least(p.q, len({ideal}))] + greatest(p.q - len({ideal}), 0) - gained[j]))), "
     "0.0) / list_sum({ideal}))[1])[1] END"
 )
 
