@@ -44,6 +44,22 @@ def duckdb_with(macros, tables: dict) -> duckdb.DuckDBPyConnection:
     return connection
 
 
+def spark_frames(spark_session, tables: dict) -> dict:
+    """The Arrow ``tables`` as Spark DataFrames, by name (the Spark side of ``duckdb_with``)."""
+    return {name: spark_session.createDataFrame(table.to_pylist())
+            for name, table in tables.items()}
+
+
+def ranked_rows(lists: dict, k: int):
+    """User -> list as the peers' long frames take it (RecTools): one (user_id, item_id, rank)
+    row per item of the top k, ranks its positions, NULL elements left out with their ranks."""
+    import pandas as pd
+
+    rows = [(u, i, r) for u, items in lists.items()
+            for r, i in enumerate((items or [])[:k], start=1) if i is not None]
+    return pd.DataFrame(rows, columns=["user_id", "item_id", "rank"])
+
+
 def spark_beyond_values(frames: dict, cases: list, k: int) -> dict[int, dict]:
     """The Spark form of each beyond-accuracy case ``(metric, options, duckdb_sql)`` over the
     DataFrames ``frames`` (an option naming one of them is that frame), computed in one Spark

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("pyspark", reason="pip install duckrank[spark]")
 
 import duckdb  # noqa: E402
-from conftest import duckdb_with, spark_beyond_values  # noqa: E402
+from conftest import duckdb_with, spark_beyond_values, spark_frames  # noqa: E402
 
 from duckrank import spark as duckrank_spark  # noqa: E402
 from duckrank.render.beyond_accuracy import MACROS  # noqa: E402
@@ -96,8 +96,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def frames(spark_session) -> dict:
-    return {name: spark_session.createDataFrame(table.to_pylist()) for name, table in
-            DATA.items()}
+    return spark_frames(spark_session, DATA)
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import ranked_rows
 
 from duckrank.metrics.beyond import coverage
 from duckrank.render.beyond_accuracy import MACROS
@@ -175,21 +176,12 @@ def test_rectools_docstring_examples() -> None:
 # --- RecTools itself (see the module docstring) ------------------------------------------------
 
 
-def _long(lists: dict, k: int):
-    """(user_id, item_id, rank) rows: ranks are the positions, NULL elements left out."""
-    import pandas as pd
-
-    rows = [(u, i, r) for u, items in lists.items()
-            for r, i in enumerate((items or [])[:k], start=1) if i is not None]
-    return pd.DataFrame(rows, columns=["user_id", "item_id", "rank"])
-
-
 def test_peer_rectools(con: duckdb.DuckDBPyConnection) -> None:
     pytest.importorskip("rectools")
     import pandas as pd
     from rectools.metrics import CoveredUsers, SufficientReco, UnrepeatedReco
 
-    reco = _long(DATA["recs"], 9)
+    reco = ranked_rows(DATA["recs"], 9)
     test = pd.DataFrame(DATA["test"], columns=["user_id", "item_id"])
     for k in (1, K, 9):
         peer = CoveredUsers(k=k).calc(reco, test)

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from conftest import ranked_rows
 
 import duckrank
 from duckrank.metrics.beyond import coverage, novelty
@@ -270,17 +271,11 @@ def test_peer_names_through_evaluate() -> None:
 # --- RecTools ---------------------------------------------------------------------------------
 
 
-def _long(lists: dict, k: int) -> pd.DataFrame:
-    rows = [(u, i, r) for u, items in lists.items()
-            for r, i in enumerate((items or [])[:k], start=1) if i is not None]
-    return pd.DataFrame(rows, columns=["user_id", "item_id", "rank"])
-
-
 def test_peer_rectools(con: duckdb.DuckDBPyConnection) -> None:
     pytest.importorskip("rectools")
     from rectools.metrics import CatalogCoverage
 
-    reco = _long(DATA["recs"], 9)
+    reco = ranked_rows(DATA["recs"], 9)
     for k in (1, 3, 9):
         for normalize in (False, True):
             peer = CatalogCoverage(k=k, normalize=normalize).calc(reco, DATA["catalog"])
