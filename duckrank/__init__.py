@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from duckrank._version import __version__
+from duckrank.lazy import lazy_exports
 
 # When this process first imported duckrank: a source file changed after it may be older than
 # the module this process runs (``duckrank.engines.catalog`` then keeps no prepared catalog).
@@ -57,6 +58,9 @@ def off_policy(*args: Any, **kwargs: Any) -> Any:  # noqa: F811
     return estimate(*args, **kwargs)
 
 
+_exported, _ = lazy_exports(globals(), _LAZY)
+
+
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         # A subpackage (`duckrank.evaluation.UnrankedQueries` after `import duckrank`), as
@@ -64,9 +68,7 @@ def __getattr__(name: str) -> Any:
         if not name.startswith("_") and importlib.util.find_spec(f"duckrank.{name}"):
             return importlib.import_module(f"duckrank.{name}")
         raise AttributeError(f"module 'duckrank' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
+    return _exported(name)
 
 
 def __dir__() -> list[str]:

@@ -12,6 +12,14 @@ CREATE OR REPLACE MACRO duckrank_text_hits(fn, rec, truth, k) AS (CASE WHEN (len
 
 CREATE OR REPLACE MACRO duckrank_text_grades(rec, truth, k) AS list_transform(list_slice(rec, 1, least(k, coalesce(len(rec), 0))), lambda x, i: CASE WHEN truth[x::VARCHAR] IS NULL THEN 0.0 WHEN list_position(rec, x) = i THEN truth[x::VARCHAR] ELSE 0.0 END);
 
+CREATE OR REPLACE MACRO duckrank_fusion_native() AS false;
+
+CREATE OR REPLACE MACRO duckrank_fusion_layout(systems, items, scores, weights) AS CAST(NULL AS STRUCT(rows STRUCT(system INTEGER, score DOUBLE, weight DOUBLE, position BIGINT, s_count BIGINT, s_min DOUBLE, s_max DOUBLE, s_sum DOUBLE, s_mean DOUBLE, s_sd DOUBLE)[], sizes INTEGER[], firsts INTEGER[], duplicate INTEGER));
+
+CREATE OR REPLACE MACRO duckrank_fusion_split(v, sizes) AS CAST(NULL AS DOUBLE[][]);
+
+CREATE OR REPLACE MACRO duckrank_fusion_order(scores, texts, firsts) AS CAST(NULL AS INTEGER[]);
+
 CREATE OR REPLACE MACRO duckrank_cutoff(fn, rec, k) AS (CASE WHEN k IS NULL THEN NULL WHEN k::VARCHAR = 'all' THEN len(rec) WHEN try_cast(k AS DOUBLE) IS NULL OR NOT isfinite(try_cast(k AS DOUBLE)) OR try_cast(k AS DOUBLE) < 1 OR try_cast(k AS DOUBLE) <> floor(try_cast(k AS DOUBLE)) THEN error(fn || ': k must be a positive integer or ''all'', got ' || k::VARCHAR) ELSE coalesce(try_cast(k AS BIGINT), least(try_cast(k AS DOUBLE), 9e18)::BIGINT) END);
 
 CREATE OR REPLACE MACRO duckrank_id_pair(fn, rec, truth) AS (CASE WHEN typeof(list_concat(rec, truth)) IS NULL THEN NULL WHEN regexp_full_match((typeof(rec) || ';' || typeof(truth)), 'DECIMAL\(\d+,\d+\)\[\];(FLOAT|DOUBLE)\[\]|(FLOAT|DOUBLE)\[\];DECIMAL\(\d+,\d+\)\[\]') THEN error(fn || ': rec is ' || typeof(rec) || ' and truth is ' || typeof(truth) || ': ' || 'DuckDB would compare these ids as DOUBLE, which is inexact; cast one side to the other''s type, e.g. CAST(truth AS ' || typeof(rec) || ')') WHEN (typeof(rec) <> typeof(truth) AND contains((typeof(rec) || ';' || typeof(truth)), 'TIMESTAMP WITH TIME ZONE')) THEN error(fn || ': rec is ' || typeof(rec) || ' and truth is ' || typeof(truth) || ': ' || 'DuckDB would compare these ids through the TimeZone setting, which can merge two local times; cast one side to the other''s type, e.g. CAST(truth AS ' || typeof(rec) || ')') WHEN (typeof(rec) <> typeof(truth) AND regexp_full_match((typeof(rec) || ';' || typeof(truth)), '((STRUCT|TUPLE|MAP|UNION)\(.*|.*\]\[\]);.*|.*;((STRUCT|TUPLE|MAP|UNION)\(.*|.*\]\[\])')) THEN error(fn || ': rec is ' || typeof(rec) || ' and truth is ' || typeof(truth) || ': ' || 'ids that are lists or structs must have the same type on both sides; cast one side to the other''s type, e.g. CAST(truth AS ' || typeof(rec) || ')') WHEN (typeof(rec) <> typeof(truth) AND regexp_full_match((typeof(rec) || ';' || typeof(truth)), 'UHUGEINT\[\];(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)\[\]|(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)\[\];UHUGEINT\[\]|DECIMAL\(\d+,\d+\)\[\];(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|BIGNUM)\[\]|(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|BIGNUM)\[\];DECIMAL\(\d+,\d+\)\[\]|DECIMAL\(\d+,\d+\)\[\];DECIMAL\(\d+,\d+\)\[\]|DECIMAL\(\d+,\d+\)\[\];DECIMAL\(\d+,\d+\)\[\]|FLOAT\[\];(INTEGER|BIGINT|HUGEINT|UINTEGER|UBIGINT|UHUGEINT|BIGNUM)\[\]|(INTEGER|BIGINT|HUGEINT|UINTEGER|UBIGINT|UHUGEINT|BIGNUM)\[\];FLOAT\[\]|DOUBLE\[\];(BIGINT|HUGEINT|UBIGINT|UHUGEINT|BIGNUM)\[\]|(BIGINT|HUGEINT|UBIGINT|UHUGEINT|BIGNUM)\[\];DOUBLE\[\]')) THEN 'exact' WHEN ((CASE WHEN typeof(rec) = 'VARCHAR[]' THEN cast_to_type('A', CAST(rec AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST(rec AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST(rec AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END) OR (CASE WHEN typeof(truth) = 'VARCHAR[]' THEN cast_to_type('A', CAST(truth AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST(truth AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST(truth AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)) THEN CASE WHEN list_contains(['A' COLLATE NOCASE], 'a') THEN 'collated' ELSE error(fn || ': rec is ' || typeof(rec) || ' and truth is ' || typeof(truth) || ': ' || 'collated ids need DuckDB 2.0 (the list functions of this DuckDB ignore a collation); compare them byte for byte as BLOBs: list_transform(rec, lambda x: x::BLOB), and the same for truth') END ELSE 'as is' END);
@@ -737,10 +745,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, min(value) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_min: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_min: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_min(g)) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -834,10 +870,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, max(value) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_max: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_max: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_max(g)) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -931,10 +995,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, median(value) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_med: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_med: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_median(g)) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1028,10 +1120,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_sum: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_sum: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g)) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1125,10 +1245,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, list_sum(min_by(value, system_number, 128)) / count(*) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_anz: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_anz: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g) / len(g)) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1222,10 +1370,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, list_sum(min_by(value, system_number, 128)) * count(*) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_mnz: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_mnz: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g) * len(g)) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1320,10 +1496,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, list_sum(min_by(value, system_number, 128)) * pow(count(*), gamma) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_gmnz: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_gmnz: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g) * pow(len(g), gamma)) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1417,10 +1621,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, list_sum(min_by(value, system_number, 128)) * count(*) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_isr: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_isr: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: 1.0 / (r.position * r.position)), l.sizes), lambda g: list_sum(g) * len(g)) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1514,10 +1746,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, list_sum(min_by(value, system_number, 128)) * ln(count(*)) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_log_isr: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_log_isr: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: 1.0 / (r.position * r.position)), l.sizes), lambda g: list_sum(g) * ln(len(g))) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1612,10 +1872,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, list_sum(min_by(value, system_number, 128)) * ln(count(*) + sigma) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_logn_isr: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_logn_isr: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: 1.0 / (r.position * r.position)), l.sizes), lambda g: list_sum(g) * ln(len(g) + sigma)) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1710,10 +1998,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_rrf: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_rrf: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: 1.0 / (k + r.position)), l.sizes), lambda g: list_sum(g)) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1808,10 +2124,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_rbc: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_rbc: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (1 - phi) * pow(phi, r.position - 1)), l.sizes), lambda g: list_sum(g)) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -2381,10 +2725,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, list_sum(min_by(value, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_wsum: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, (SELECT list(pp.weight ORDER BY s.system_number) FROM duckrank_fusion_systems s JOIN duckrank_fusion_parameters pp USING (system))) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_wsum: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: r.weight * (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g)) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -2489,10 +2861,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, list_sum(min_by(value, system_number, 128)) * list_sum(min_by(weight, system_number, 128)) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_wmnz: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, (SELECT list(pp.weight ORDER BY s.system_number) FROM duckrank_fusion_systems s JOIN duckrank_fusion_parameters pp USING (system))) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_wmnz: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(list_zip(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), duckrank_fusion_split(list_transform(l.rows, lambda r: r.weight), l.sizes)), lambda z: list_sum(z[1]) * list_sum(z[2])) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -2597,10 +2997,38 @@ duckrank_fusion_combined AS (
   SELECT query, item, list_sum(min_by(value, system_number, 128)) * sqrt(count(*)) AS score FROM duckrank_fusion_values GROUP BY query, item
   HAVING CASE WHEN bit_count(bit_or(CASE WHEN system_number < 64 THEN 1::UBIGINT << CAST(system_number AS UBIGINT) ELSE 0::UBIGINT END)) + bit_count(bit_or(CASE WHEN system_number >= 64 THEN 1::UBIGINT << CAST(system_number - 64 AS UBIGINT) ELSE 0::UBIGINT END)) < count(*) THEN error('fuse_mixed: ' || 'runs lists item ' || coalesce(CAST(item AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')') ELSE true END
 ),
-duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined)
+duckrank_fusion_fused AS (SELECT * FROM duckrank_fusion_combined),
+duckrank_fusion_queries AS (
+  SELECT query, list(CAST(s.system_number AS INTEGER)) AS systems,
+    list(CAST(item AS VARCHAR)) AS texts, list(score) AS scores, list(item) AS items
+  FROM duckrank_fusion_rows JOIN duckrank_fusion_systems s USING (system) GROUP BY query
+),
+duckrank_fusion_laid AS (
+  SELECT query, items, texts,
+    duckrank_fusion_layout(systems, texts, scores, (SELECT list(pp.weight ORDER BY s.system_number) FROM duckrank_fusion_systems s JOIN duckrank_fusion_parameters pp USING (system))) AS l
+  FROM duckrank_fusion_queries
+),
+duckrank_fusion_scored AS (
+  SELECT query, items, texts, l.firsts AS firsts,
+    CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_mixed: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END) * r.weight), l.sizes), lambda g: list_sum(g) * sqrt(len(g))) END AS scores
+  FROM duckrank_fusion_laid
+),
+duckrank_fusion_native_fused AS (
+  SELECT query, items, scores, firsts,
+    duckrank_fusion_order(scores, texts, firsts) AS o
+  FROM duckrank_fusion_scored
+)
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+UNION ALL
+SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
+  unnest(list_select(scores, o)) AS score,
+  CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
+FROM duckrank_fusion_native_fused
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL

@@ -325,17 +325,23 @@ def _register_functions(
 ) -> duckdb.DuckDBPyConnection:
     """``register(con, functions=...)``: TEMP macros of just those functions and their helpers.
     Nothing is stored in the database (no version macro either), so that a later full
-    ``register`` still stores every macro."""
-    from duckrank.engines import python_udfs, stats
-
+    ``register`` still stores every macro. The statements come from the prepared catalog (the
+    stored forms, each replaced by its native form where that differs), so that a command
+    using a few functions imports no record and renders nothing."""
+    catalog = _catalog()
     with _SHARED_STATE:
         use_native = native and _native.load(con)
-    python = [*python_udfs.session_statements(use_native), *stats.session_statements(con)]
-    chosen = _with_dependencies([*_as_temp(_connection_statements(use_native)), *python],
-                                functions)
+    hivemall = f"{_CREATE}{_hivemall.SCHEMA}."
+    statements = _as_temp([s for s in catalog.stored if not s.startswith(hivemall)])
+    if use_native:
+        native_forms = {_macro_name(s): s for s in catalog.native}
+        statements = [native_forms.get(_macro_name(s), s) for s in statements]
+    python = [*catalog.python["native" if use_native else "sql"],
+              *catalog.stats_statements(con)]
+    chosen = _with_dependencies([*statements, *python], functions)
     if any(s in python for s in chosen):
         with _SHARED_STATE:
-            _register_udfs(con, [*python_udfs.UDFS, *stats.UDFS])
+            _register_udfs(con, catalog.udfs)
     _run_in_transaction(con, chosen)
     return con
 

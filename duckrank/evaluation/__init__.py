@@ -36,52 +36,107 @@ One module per job, each importing only those listed before it:
 This package re-exports their public names: ``from duckrank.evaluation import evaluate``.
 """
 
-from duckrank.evaluation.api import COUNT_COLUMNS, Result, evaluate, evaluation
-from duckrank.evaluation.beyond import SideInputs, side_relation
-from duckrank.evaluation.inputs import (
-    ID_MODES,
-    QRELS_ROLES,
-    RUN_ROLES,
-    ColumnNames,
-    DroppedRows,
-    ShortLists,
-    UngradedQrels,
-    UnrankedQueries,
-    as_relation,
-    column_names,
-    is_polars,
-    reader_columns,
-)
-from duckrank.evaluation.metric_requests import (
-    CONVENTIONS,
-    FLT_MAX,
-    GRADED_LABEL_OPTIONS,
-    LABEL_OPTIONS,
-    LIST_TRUTH_INPUTS,
-    MAX_CUTOFFS,
-    RELEVANCE,
-    REQUEST_MIN_GRADE,
-    Convention,
-    MetricRequest,
-    convention_named,
-    expand_metric,
-    float_score_sql,
-    is_beyond,
-    known_metric_names,
-    needed_functions,
-    parse_metric,
-    parse_metrics,
-    split_metrics,
-)
-from duckrank.evaluation.planning import (
-    NATIVE_TOP_K_ITEMS,
-    NATIVE_TOP_K_KEYS,
-    NATIVE_TOP_K_LIMIT,
-    ROWS_PER_BUCKET,
-    SAMPLE_ROWS,
-    TOP_K_RATIO,
-    TOP_K_ROW_WEIGHT,
-)
+from typing import TYPE_CHECKING
+
+from duckrank.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from duckrank.evaluation.api import COUNT_COLUMNS, Result, evaluate, evaluation
+    from duckrank.evaluation.beyond import SideInputs, side_relation
+    from duckrank.evaluation.inputs import (
+        ID_MODES,
+        QRELS_ROLES,
+        RUN_ROLES,
+        ColumnNames,
+        DroppedRows,
+        ShortLists,
+        UngradedQrels,
+        UnrankedQueries,
+        as_relation,
+        column_names,
+        is_polars,
+        reader_columns,
+    )
+    from duckrank.evaluation.metric_requests import (
+        CONVENTIONS,
+        FLT_MAX,
+        GRADED_LABEL_OPTIONS,
+        LABEL_OPTIONS,
+        LIST_TRUTH_INPUTS,
+        MAX_CUTOFFS,
+        RELEVANCE,
+        REQUEST_MIN_GRADE,
+        Convention,
+        MetricRequest,
+        convention_named,
+        expand_metric,
+        float_score_sql,
+        is_beyond,
+        known_metric_names,
+        needed_functions,
+        parse_metric,
+        parse_metrics,
+        split_metrics,
+    )
+    from duckrank.evaluation.planning import (
+        NATIVE_TOP_K_ITEMS,
+        NATIVE_TOP_K_KEYS,
+        NATIVE_TOP_K_LIMIT,
+        ROWS_PER_BUCKET,
+        SAMPLE_ROWS,
+        TOP_K_RATIO,
+        TOP_K_ROW_WEIGHT,
+    )
+
+# Each public name and its module, imported on first use (``duckrank.lazy``): importing one
+# module of this package (``inputs`` for ``duckrank fuse``) does not import the others.
+_EXPORTS = {
+    "COUNT_COLUMNS": "duckrank.evaluation.api",
+    "Result": "duckrank.evaluation.api",
+    "evaluate": "duckrank.evaluation.api",
+    "evaluation": "duckrank.evaluation.api",
+    "SideInputs": "duckrank.evaluation.beyond",
+    "side_relation": "duckrank.evaluation.beyond",
+    "ID_MODES": "duckrank.evaluation.inputs",
+    "QRELS_ROLES": "duckrank.evaluation.inputs",
+    "RUN_ROLES": "duckrank.evaluation.inputs",
+    "ColumnNames": "duckrank.evaluation.inputs",
+    "DroppedRows": "duckrank.evaluation.inputs",
+    "ShortLists": "duckrank.evaluation.inputs",
+    "UngradedQrels": "duckrank.evaluation.inputs",
+    "UnrankedQueries": "duckrank.evaluation.inputs",
+    "as_relation": "duckrank.evaluation.inputs",
+    "column_names": "duckrank.evaluation.inputs",
+    "is_polars": "duckrank.evaluation.inputs",
+    "reader_columns": "duckrank.evaluation.inputs",
+    "CONVENTIONS": "duckrank.evaluation.metric_requests",
+    "FLT_MAX": "duckrank.evaluation.metric_requests",
+    "GRADED_LABEL_OPTIONS": "duckrank.evaluation.metric_requests",
+    "LABEL_OPTIONS": "duckrank.evaluation.metric_requests",
+    "LIST_TRUTH_INPUTS": "duckrank.evaluation.metric_requests",
+    "MAX_CUTOFFS": "duckrank.evaluation.metric_requests",
+    "RELEVANCE": "duckrank.evaluation.metric_requests",
+    "REQUEST_MIN_GRADE": "duckrank.evaluation.metric_requests",
+    "Convention": "duckrank.evaluation.metric_requests",
+    "MetricRequest": "duckrank.evaluation.metric_requests",
+    "convention_named": "duckrank.evaluation.metric_requests",
+    "expand_metric": "duckrank.evaluation.metric_requests",
+    "float_score_sql": "duckrank.evaluation.metric_requests",
+    "is_beyond": "duckrank.evaluation.metric_requests",
+    "known_metric_names": "duckrank.evaluation.metric_requests",
+    "needed_functions": "duckrank.evaluation.metric_requests",
+    "parse_metric": "duckrank.evaluation.metric_requests",
+    "parse_metrics": "duckrank.evaluation.metric_requests",
+    "split_metrics": "duckrank.evaluation.metric_requests",
+    "NATIVE_TOP_K_ITEMS": "duckrank.evaluation.planning",
+    "NATIVE_TOP_K_KEYS": "duckrank.evaluation.planning",
+    "NATIVE_TOP_K_LIMIT": "duckrank.evaluation.planning",
+    "ROWS_PER_BUCKET": "duckrank.evaluation.planning",
+    "SAMPLE_ROWS": "duckrank.evaluation.planning",
+    "TOP_K_RATIO": "duckrank.evaluation.planning",
+    "TOP_K_ROW_WEIGHT": "duckrank.evaluation.planning",
+}
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 __all__ = [
     "CONVENTIONS", "COUNT_COLUMNS", "FLT_MAX", "GRADED_LABEL_OPTIONS", "ID_MODES",

@@ -11,22 +11,22 @@ identifier: never as SQL text.
 from __future__ import annotations
 
 import math
-import uuid
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from duckrank.evaluation.metric_requests import SUBTOPICS, MetricRequest, _number_text
-from duckrank.files.runs import (
+from duckrank.files.runs import (  # noqa: F401 (as_relation, is_polars: re-exported)
     QUERY_COLUMNS,
     Columns,
+    as_relation,
     is_number_type,
+    is_polars,
     read_file,
+    reader_columns,
 )
 from duckrank.matching.sql import INTEGER_TYPES, NATIVE_SIGNED_TYPES
 from duckrank.render.quoting import quote_identifier
@@ -101,42 +101,9 @@ def column_names(
     return ColumnNames(run=files["run"], qrels=files["qrels"])
 
 
-def reader_columns(roles: Mapping[str, str]) -> Columns:
-    """What ``read_file`` needs to know of a file's columns: its query and item columns (read as
-    text from CSV) and the column that must hold numbers (the run's rank or score, the grade)."""
-    return Columns(query=roles.get("query"), item=roles.get("item", "item"),
-                   score=roles.get("rank", roles.get("score", "score")), grade=roles.get("grade"))
-
-
 # --- inputs ---------------------------------------------------------------------------------------
 
-def as_relation(
-    con: duckdb.DuckDBPyConnection, table: Any, kind: str, roles: Mapping[str, str],
-    registered: list[str], glob: bool = False,
-) -> duckdb.DuckDBPyRelation:
-    """``table`` (a path, a DuckDB relation, or a pandas / polars / Arrow table or reader) as a
-    relation of ``con``. ``kind`` ('run' or 'qrels') and ``roles`` (role -> column) tell a file's
-    reader what to read; views registered for in-memory tables are appended to ``registered``
-    (the caller unregisters them)."""
-    if isinstance(table, str | Path):
-        return read_file(con, table, kind, columns=reader_columns(roles), glob=glob)
-    if isinstance(table, duckdb.DuckDBPyRelation):
-        return table
-    if isinstance(table, pa.RecordBatchReader):
-        # The evaluation scans its inputs several times (checks, then once per range of query
-        # ids); a reader can be read only once.
-        table = table.read_all()
-    # pandas, polars, pyarrow tables and datasets: DuckDB scans them in place (no copy) through a
-    # registered view.
-    name = f"duckrank_{kind}_{uuid.uuid4().hex}"
-    con.register(name, table)
-    registered.append(name)
-    return con.table(name)
 
-
-def is_polars(table: Any) -> bool:
-    """Whether ``table`` is a polars object (told without importing polars)."""
-    return type(table).__module__.split(".")[0] == "polars"
 
 
 def _id_kind(sql_type: str) -> str:

@@ -5,8 +5,10 @@ and grades are numbers."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -191,3 +193,49 @@ def read_file(
     relation = con.read_parquet(literal_patterns(con, files))
     check_numbers(relation, kind, columns, shown)
     return relation
+
+
+# --- tables of any kind as relations ---------------------------------------------------------
+
+def reader_columns(roles: Mapping[str, str]) -> Columns:
+    """What ``read_file`` needs to know of a file's columns: its query and item columns (read as
+    text from CSV) and the column that must hold numbers (the run's rank or score, the grade)."""
+    return Columns(query=roles.get("query"), item=roles.get("item", "item"),
+                   score=roles.get("rank", roles.get("score", "score")), grade=roles.get("grade"))
+
+
+def as_relation(
+    con: duckdb.DuckDBPyConnection, table: Any, kind: str, roles: Mapping[str, str],
+    registered: list[str], glob: bool = False,
+) -> duckdb.DuckDBPyRelation:
+    """``table`` (a path, a DuckDB relation, or a pandas / polars / Arrow table or reader) as a
+    relation of ``con``. ``kind`` ('run' or 'qrels') and ``roles`` (role -> column) tell a file's
+    reader what to read; views registered for in-memory tables are appended to ``registered``
+    (the caller unregisters them)."""
+    if isinstance(table, str | Path):
+        return read_file(con, table, kind, columns=reader_columns(roles), glob=glob)
+    if isinstance(table, duckdb.DuckDBPyRelation):
+        return table
+    if is_arrow(table):
+        import pyarrow as pa  # only for Arrow input: a file's reading does not import it
+
+        if isinstance(table, pa.RecordBatchReader):
+            # The evaluation scans its inputs several times (checks, then once per range of
+            # query ids); a reader can be read only once.
+            table = table.read_all()
+    # pandas, polars, pyarrow tables and datasets: DuckDB scans them in place (no copy) through a
+    # registered view.
+    name = f"duckrank_{kind}_{uuid.uuid4().hex}"
+    con.register(name, table)
+    registered.append(name)
+    return con.table(name)
+
+
+def is_polars(table: Any) -> bool:
+    """Whether ``table`` is a polars object (told without importing polars)."""
+    return type(table).__module__.split(".")[0] == "polars"
+
+
+def is_arrow(table: Any) -> bool:
+    """Whether ``table`` is a pyarrow object (told without importing pyarrow)."""
+    return type(table).__module__.split(".")[0] == "pyarrow"

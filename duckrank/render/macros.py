@@ -98,6 +98,7 @@ def _helper_macros(native: bool) -> list[str]:
     converted = converted_matched_sql("fn", "rec", "truth", "k", native)
     return [
         *native_step_macros(native),
+        *fusion.native_step_macros(native),
         f"CREATE OR REPLACE MACRO duckrank_cutoff(fn, rec, k) AS {cutoff_sql('fn', 'rec', 'k')}",
         f"CREATE OR REPLACE MACRO duckrank_id_pair(fn, rec, truth) AS "
         f"{id_pair_sql('fn', 'rec', 'truth')}",

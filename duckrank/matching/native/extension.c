@@ -45,6 +45,9 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
 		state = duckrank_register_correlation(connection, account);
 	}
 	if (state == DuckDBSuccess) {
+		state = duckrank_register_fusion(connection, account);
+	}
+	if (state == DuckDBSuccess) {
 		state = duckrank_register_top_k(connection);
 	}
 	budget_drop(account);

@@ -136,7 +136,7 @@ def _connect(fusion: FusionMethod | None = None) -> duckdb.DuckDBPyConnection:
     if fusion is None:
         return connect()
     # The TREC readers too: run files may be TREC.
-    return connect(functions=[fusion.sql_name, "read_trec_run", "read_trec_qrels"], native=False)
+    return connect(functions=[fusion.sql_name, "read_trec_run", "read_trec_qrels"])
 
 
 def _is_parquet(path: Path) -> bool:

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
-from duckrank.evaluation.inputs import as_relation, is_polars
+from duckrank.files.runs import as_relation, is_arrow, is_polars
 from duckrank.render.quoting import quote_identifier, quote_literal
 
 QUERY_COLUMNS = ("query", "user")
@@ -67,8 +66,7 @@ def _kind(table: Any) -> str:
         return "path"
     if is_polars(table):
         return "polars"
-    if isinstance(table, pa.Table | pa.RecordBatchReader) or type(table).__module__.startswith(
-            "pyarrow"):
+    if is_arrow(table):
         return "arrow"
     return "pandas"
 
