@@ -23,7 +23,10 @@ printed (the same work, or the timing means nothing).
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -92,16 +95,52 @@ def duckrank_fuse(paths: list[Path], method: str, params: dict, output: Path) ->
     return duckrank.fuse([str(p) for p in paths], method, "min-max", params, output=output)
 
 
-def _same(ranx_run, fused: Path) -> None:
+def _first_queries(run, queries: int = 200) -> dict[str, dict[str, float]]:
+    """ranx's fused scores of its first ``queries`` queries, for the comparison."""
+    return {query: dict(items) for query, items in list(run.run.items())[:queries]}
+
+
+def _same(ranx_scores: dict[str, dict[str, float]], fused: Path) -> None:
     table = pq.read_table(fused).to_pydict()
     ours = dict(zip(zip(table["query"], table["item"], strict=True), table["score"],
                     strict=True))
     checked = 0
-    for query, items in list(ranx_run.run.items())[:200]:
+    for query, items in ranx_scores.items():
         for item, score in items.items():
             assert abs(ours[(query, item)] - score) <= 1e-9 * max(1.0, abs(score)), (query, item)
             checked += 1
     assert checked > 0
+
+
+def fuse_one(side: str, method: str, queries: int, systems: int, depth: int) -> None:
+    """One side's fusion, timed in this process (``--fuse-one``): each side runs in a process of
+    its own, so that neither pays for the other's garbage (ranx leaves millions of Python
+    objects, and numba's threads) and each peak is its own. Imports and compilation are done by
+    a warm-up on small runs first, untimed: the timed run is the loading and the fusing. Prints
+    one JSON line: wall, CPU, peak MB, and ranx's first fused scores (for the comparison)."""
+    paths, _ = write_runs(queries, systems, depth)
+    small, _ = write_runs(50, systems, 10)
+    out = paths[0].parent / "fused.parquet"
+    params = CASES[method](systems)
+    fuse = ranx_fuse if side == "ranx" else lambda p, m, q: duckrank_fuse(p, m, q, out)
+    fuse(small, method, params)
+    result: dict[str, object] = {}
+    measured = timed(lambda: result.__setitem__("run", fuse(paths, method, params)), 1,
+                     warm_up=False)
+    scores = _first_queries(result["run"]) if side == "ranx" else None
+    print(json.dumps({"measured": measured, "scores": scores}))
+
+
+CASES = {"wsum": lambda systems: {"weights": [1 / systems] * systems},
+         "rrf": lambda systems: {"k": 60}}
+
+
+def _fused_in_process(side: str, method: str, args: argparse.Namespace, queries: int) -> dict:
+    command = [sys.executable, "-m", "benchmarks.bench_fusion", "--fuse-one", side, method,
+               "--queries", str(queries), "--systems", str(args.systems), "--depth",
+               str(args.depth)]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -115,6 +154,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="5,000 queries: a smoke run")
     parser.add_argument("--skip-optimise", action="store_true")
     parser.add_argument("--skip-fuse", action="store_true")
+    parser.add_argument("--fuse-one", nargs=2, metavar=("SIDE", "METHOD"),
+                        help="(internal) time one side's fusion in this process: ranx or "
+                        "duckrank, wsum or rrf")
     parser.add_argument("--optimise-queries", type=int, default=None,
                         help="the optimiser's queries (default: --queries; ranx's grid search "
                         "takes about 80 s of CPU per 1,000 queries on this machine)")
@@ -124,22 +166,19 @@ def main() -> None:
 
     paths, qrels = write_runs(queries, args.systems, args.depth)
     small, small_qrels = write_runs(50, args.systems, 10)
-    out = DATA_DIR / f"fusion_{queries}_{args.systems}_{args.depth}" / "fused.parquet"
-    weights = [1 / args.systems] * args.systems
-    cases = {"wsum": {"weights": weights}, "rrf": {"k": 60}}
-    for method, params in cases.items():
-        ranx_fuse(small, method, params)  # numba compiles here, untimed
+    if args.fuse_one:
+        fuse_one(*args.fuse_one, queries, args.systems, args.depth)
+        return
+    out = paths[0].parent / "fused.parquet"
     print(f"{args.systems} runs x {queries:,} queries x {args.depth} items (Parquet), "
-          "min-max normalisation, load included")
-    for method, params in ({} if args.skip_fuse else cases).items():
-        fused: dict[str, object] = {}
-        ranx = timed(lambda m=method, p=params, f=fused: f.__setitem__(
-            "ranx", ranx_fuse(paths, m, p)), 1, warm_up=False)
-        mine = timed(lambda m=method, p=params: duckrank_fuse(paths, m, p, out), 1,
-                     warm_up=False)
-        _same(fused["ranx"], out)
-        line(f"ranx fuse, {method}", ranx)
-        line(f"duckrank fuse, {method}", mine, ranx, "ranx's")
+          "min-max normalisation, load included; each side in a process of its own")
+    for method in ({} if args.skip_fuse else CASES):
+        mine = _fused_in_process("duckrank", method, args, queries)
+        ranx = _fused_in_process("ranx", method, args, queries)
+        _same(ranx["scores"], out)
+        line(f"ranx fuse, {method}", tuple(ranx["measured"]))
+        line(f"duckrank fuse, {method}", tuple(mine["measured"]), tuple(ranx["measured"]),
+             "ranx's")
     if not args.skip_optimise:
         if args.optimise_queries not in (None, queries):
             paths, qrels = write_runs(args.optimise_queries, args.systems, args.depth)

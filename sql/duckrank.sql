@@ -14,7 +14,7 @@ CREATE OR REPLACE MACRO duckrank_text_grades(rec, truth, k) AS list_transform(li
 
 CREATE OR REPLACE MACRO duckrank_fusion_native() AS false;
 
-CREATE OR REPLACE MACRO duckrank_fusion_layout(systems, items, scores, weights) AS CAST(NULL AS STRUCT(rows STRUCT(system INTEGER, score DOUBLE, weight DOUBLE, position BIGINT, s_count BIGINT, s_min DOUBLE, s_max DOUBLE, s_sum DOUBLE, s_mean DOUBLE, s_sd DOUBLE)[], sizes INTEGER[], firsts INTEGER[], duplicate INTEGER));
+CREATE OR REPLACE MACRO duckrank_fusion_layout(systems, items, scores, weights, fields) AS CAST(NULL AS STRUCT(rows STRUCT(system INTEGER, score DOUBLE, weight DOUBLE, position BIGINT, s_count BIGINT, s_min DOUBLE, s_max DOUBLE, s_sum DOUBLE, s_mean DOUBLE, s_sd DOUBLE)[], sizes INTEGER[], firsts INTEGER[], duplicate INTEGER));
 
 CREATE OR REPLACE MACRO duckrank_fusion_split(v, sizes) AS CAST(NULL AS DOUBLE[][]);
 
@@ -753,7 +753,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[]), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 98 WHEN 'min-max-inverted' THEN 98 WHEN 'max' THEN 66 WHEN 'sum' THEN 178 WHEN 'zmuv' THEN 770 WHEN 'rank' THEN 26 WHEN 'none' THEN 2 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (
@@ -878,7 +878,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[]), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 98 WHEN 'min-max-inverted' THEN 98 WHEN 'max' THEN 66 WHEN 'sum' THEN 178 WHEN 'zmuv' THEN 770 WHEN 'rank' THEN 26 WHEN 'none' THEN 2 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (
@@ -1003,7 +1003,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[]), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 98 WHEN 'min-max-inverted' THEN 98 WHEN 'max' THEN 66 WHEN 'sum' THEN 178 WHEN 'zmuv' THEN 770 WHEN 'rank' THEN 26 WHEN 'none' THEN 2 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (
@@ -1128,7 +1128,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[]), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 98 WHEN 'min-max-inverted' THEN 98 WHEN 'max' THEN 66 WHEN 'sum' THEN 178 WHEN 'zmuv' THEN 770 WHEN 'rank' THEN 26 WHEN 'none' THEN 2 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (
@@ -1253,7 +1253,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[]), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 98 WHEN 'min-max-inverted' THEN 98 WHEN 'max' THEN 66 WHEN 'sum' THEN 178 WHEN 'zmuv' THEN 770 WHEN 'rank' THEN 26 WHEN 'none' THEN 2 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (
@@ -1378,7 +1378,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[]), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 98 WHEN 'min-max-inverted' THEN 98 WHEN 'max' THEN 66 WHEN 'sum' THEN 178 WHEN 'zmuv' THEN 770 WHEN 'rank' THEN 26 WHEN 'none' THEN 2 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (
@@ -1504,7 +1504,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[]), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 98 WHEN 'min-max-inverted' THEN 98 WHEN 'max' THEN 66 WHEN 'sum' THEN 178 WHEN 'zmuv' THEN 770 WHEN 'rank' THEN 26 WHEN 'none' THEN 2 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (
@@ -1629,7 +1629,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[]), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 10 WHEN 'max' THEN 10 WHEN 'sum' THEN 10 WHEN 'zmuv' THEN 10 WHEN 'rank' THEN 10 WHEN 'none' THEN 10 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (
@@ -1754,7 +1754,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[]), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 10 WHEN 'max' THEN 10 WHEN 'sum' THEN 10 WHEN 'zmuv' THEN 10 WHEN 'rank' THEN 10 WHEN 'none' THEN 10 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (
@@ -1880,7 +1880,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[]), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 10 WHEN 'max' THEN 10 WHEN 'sum' THEN 10 WHEN 'zmuv' THEN 10 WHEN 'rank' THEN 10 WHEN 'none' THEN 10 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (
@@ -2006,7 +2006,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[]), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 10 WHEN 'max' THEN 10 WHEN 'sum' THEN 10 WHEN 'zmuv' THEN 10 WHEN 'rank' THEN 10 WHEN 'none' THEN 10 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (
@@ -2132,7 +2132,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[])) AS l
+    duckrank_fusion_layout(systems, texts, scores, CAST([] AS DOUBLE[]), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 10 WHEN 'max' THEN 10 WHEN 'sum' THEN 10 WHEN 'zmuv' THEN 10 WHEN 'rank' THEN 10 WHEN 'none' THEN 10 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (
@@ -2733,7 +2733,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, (SELECT list(pp.weight ORDER BY s.system_number) FROM duckrank_fusion_systems s JOIN duckrank_fusion_parameters pp USING (system))) AS l
+    duckrank_fusion_layout(systems, texts, scores, (SELECT list(pp.weight ORDER BY s.system_number) FROM duckrank_fusion_systems s JOIN duckrank_fusion_parameters pp USING (system)), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 102 WHEN 'min-max-inverted' THEN 102 WHEN 'max' THEN 70 WHEN 'sum' THEN 182 WHEN 'zmuv' THEN 774 WHEN 'rank' THEN 30 WHEN 'none' THEN 6 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (
@@ -2869,7 +2869,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, (SELECT list(pp.weight ORDER BY s.system_number) FROM duckrank_fusion_systems s JOIN duckrank_fusion_parameters pp USING (system))) AS l
+    duckrank_fusion_layout(systems, texts, scores, (SELECT list(pp.weight ORDER BY s.system_number) FROM duckrank_fusion_systems s JOIN duckrank_fusion_parameters pp USING (system)), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 102 WHEN 'min-max-inverted' THEN 102 WHEN 'max' THEN 70 WHEN 'sum' THEN 182 WHEN 'zmuv' THEN 774 WHEN 'rank' THEN 30 WHEN 'none' THEN 6 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (
@@ -3005,7 +3005,7 @@ duckrank_fusion_queries AS (
 ),
 duckrank_fusion_laid AS (
   SELECT query, items, texts,
-    duckrank_fusion_layout(systems, texts, scores, (SELECT list(pp.weight ORDER BY s.system_number) FROM duckrank_fusion_systems s JOIN duckrank_fusion_parameters pp USING (system))) AS l
+    duckrank_fusion_layout(systems, texts, scores, (SELECT list(pp.weight ORDER BY s.system_number) FROM duckrank_fusion_systems s JOIN duckrank_fusion_parameters pp USING (system)), CAST(CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN 102 WHEN 'min-max-inverted' THEN 102 WHEN 'max' THEN 70 WHEN 'sum' THEN 182 WHEN 'zmuv' THEN 774 WHEN 'rank' THEN 30 WHEN 'none' THEN 6 END AS INTEGER)) AS l
   FROM duckrank_fusion_queries
 ),
 duckrank_fusion_scored AS (

@@ -402,8 +402,11 @@ def body(method: FusionMethod) -> str:
 # benchmarks/bench_fusion.py's sizes: one GROUP BY per query, not per (query, item), and no sort
 # of every row for the rank.
 
-# The fields of a laid-out row (fusion.c), as the records' SQL names them.
-_ROW_WORDS = re.compile(r"\b(score|weight|position|s_count|s_min|s_max|s_sum|s_mean|s_sd)\b")
+# The fields of a laid-out row (fusion.c), as the records' SQL names them, in the struct's order
+# (the bit of each in the step's ``fields`` argument).
+_ROW_FIELDS = ("system", "score", "weight", "position", "s_count", "s_min", "s_max", "s_sum",
+               "s_mean", "s_sd")
+_ROW_WORDS = re.compile(rf"\b({'|'.join(_ROW_FIELDS[1:])})\b")
 LAYOUT_TYPE = ("STRUCT(rows STRUCT(system INTEGER, score DOUBLE, weight DOUBLE, position BIGINT, "
                "s_count BIGINT, s_min DOUBLE, s_max DOUBLE, s_sum DOUBLE, s_mean DOUBLE, "
                "s_sd DOUBLE)[], sizes INTEGER[], firsts INTEGER[], duplicate INTEGER)")
@@ -442,6 +445,22 @@ def _native_condition(method: FusionMethod, item: str) -> str:
 def _over_row(sql: str) -> str:
     """A record's SQL over one laid-out row ``r`` (a lambda's parameter)."""
     return _ROW_WORDS.sub(r"r.\1", sql)
+
+
+def _fields(method: FusionMethod) -> str:
+    """The step's ``fields`` argument: the row fields the method's value and combine read under
+    each normalisation (a CASE DuckDB folds for a constant ``norm``), so that the step fills
+    only those and sorts no list where nothing reads the list order."""
+    read_always = _ROW_WORDS.findall(f"{method.value} {method.combine}")
+    normalised = re.search(r"\bvalue\b", method.value) is not None
+
+    def bits(sql: str) -> int:
+        read = {"score", *read_always, *(_ROW_WORDS.findall(sql) if normalised else ())}
+        return sum(1 << _ROW_FIELDS.index(field) for field in read)
+
+    cases = "".join(f" WHEN {quote_literal(n)} THEN {bits(NORMS[n].sql)}"
+                    for n in _native_norms(method))
+    return f"CAST(CASE CAST(norm AS VARCHAR){cases} END AS INTEGER)"
 
 
 def _row_value(method: FusionMethod) -> str:
@@ -483,7 +502,7 @@ def _native_stages(method: FusionMethod) -> str:
         f"  FROM {P}rows JOIN {P}systems s USING (system) GROUP BY query\n"
         f"),\n{P}laid AS (\n"
         f"  SELECT query, items, texts,\n"
-        f"    duckrank_fusion_layout(systems, texts, scores, {weights}) AS l\n"
+        f"    duckrank_fusion_layout(systems, texts, scores, {weights}, {_fields(method)}) AS l\n"
         f"  FROM {P}queries\n"
         f"),\n{P}scored AS (\n"
         f"  SELECT query, items, texts, l.firsts AS firsts,\n"
@@ -514,8 +533,8 @@ def native_step_macros(native: bool) -> list[str]:
     if native:
         bodies = {
             "duckrank_fusion_native()": "true",
-            "duckrank_fusion_layout(systems, items, scores, weights)":
-                f"duckrank_native_fusion_layout(systems, items, scores, weights, {limit})",
+            "duckrank_fusion_layout(systems, items, scores, weights, fields)":
+                f"duckrank_native_fusion_layout(systems, items, scores, weights, fields, {limit})",
             "duckrank_fusion_split(v, sizes)": f"duckrank_native_fusion_split(v, sizes, {limit})",
             "duckrank_fusion_order(scores, texts, firsts)":
                 f"duckrank_native_fusion_order(scores, texts, firsts, {limit})",
@@ -523,7 +542,7 @@ def native_step_macros(native: bool) -> list[str]:
     else:
         bodies = {
             "duckrank_fusion_native()": "false",
-            "duckrank_fusion_layout(systems, items, scores, weights)":
+            "duckrank_fusion_layout(systems, items, scores, weights, fields)":
                 f"CAST(NULL AS {LAYOUT_TYPE})",
             "duckrank_fusion_split(v, sizes)": "CAST(NULL AS DOUBLE[][])",
             "duckrank_fusion_order(scores, texts, firsts)": "CAST(NULL AS INTEGER[])",

@@ -379,7 +379,7 @@ def test_layout_by_hand(nat) -> None:
         (7, [0, 1, 0], ['q', 'q', 'p'], [5, 5, 5], [1, NULL]),
         (8, [0, 0], ['x', 'x'], [2, 2], [])""")
     got = dict(nat.execute("SELECT n, duckrank_native_fusion_layout(systems, items, scores, "
-                           "weights) FROM nfh_layout ORDER BY n").fetchall())
+                           "weights, 1023) FROM nfh_layout ORDER BY n").fetchall())
     sd0 = math.sqrt(8 / 9)
     s0 = (3, 1.0, 3.0, 5.0, 5 / 3, sd0)
     s1 = (2, 2.0, 2.0, 4.0, 2.0, 0.0)
@@ -422,7 +422,7 @@ def test_layout_orders_ties_by_text_descending_beyond_the_prefix(nat) -> None:
     by_text = sorted(items, key=lambda t: t.encode(), reverse=True)
     assert by_text[:3] == ["é", "z", "d9"]
     layout = nat.execute("SELECT duckrank_native_fusion_layout(CAST(list_transform(?, lambda x: "
-                         "0) AS INTEGER[]), ?, list_transform(?, lambda x: 1.0), [])",
+                         "0) AS INTEGER[]), ?, list_transform(?, lambda x: 1.0), [], 1023)",
                          [items, items, items]).fetchall()[0][0]
     # One system, one group per item: its row's position in the list.
     positions = {items[f - 1]: r["position"] for f, r in zip(layout["firsts"], layout["rows"],
@@ -438,7 +438,7 @@ def test_layout_orders_ties_by_text_descending_beyond_the_prefix(nat) -> None:
 def test_layout_refuses_lists_of_different_lengths(nat, systems, items, scores) -> None:
     with pytest.raises(duckdb.Error, match="duckrank_native_fusion_layout: systems, items and "
                                            "scores must be lists of one length"):
-        nat.execute(f"SELECT duckrank_native_fusion_layout({systems}, {items}, {scores}, [])"
+        nat.execute(f"SELECT duckrank_native_fusion_layout({systems}, {items}, {scores}, [], 1023)"
                     ).fetchall()
 
 
@@ -463,7 +463,7 @@ def test_split_of_several_rows(nat) -> None:
 
 
 @pytest.mark.parametrize("call", [
-    "duckrank_native_fusion_layout(s, ['a', 'b', 'c'][:len(v)], v, [])",
+    "duckrank_native_fusion_layout(s, ['a', 'b', 'c'][:len(v)], v, [], 1023)",
     "duckrank_native_fusion_split(v, [CAST(len(v) AS INTEGER)])",
     "duckrank_native_fusion_order(v, ['t'], [1, 1, 1][:len(v)])",
 ])
@@ -562,3 +562,23 @@ def test_equal_integer_items_rank_by_text(connections, item_type: str, method: s
         else:
             assert {r["score"] for r in rows} == {2.0}
     assert ranks[0] == ranks[1]
+
+
+def test_layout_fills_only_the_fields_asked_for(nat) -> None:
+    """fields = score (bit 1), s_count (4), s_min (5) and s_max (6): those filled, the other
+    statistics and the weight NULL, and no list sorted (positions are not asked for). Query:
+    system 0 lists a 1.0, b 3.0; system 1 lists a 2.0 (hand counts: system 0 count 2, min 1.0,
+    max 3.0; system 1 count 1, min = max = 2.0)."""
+    fields = 1 << 1 | 1 << 4 | 1 << 5 | 1 << 6
+    layout = nat.execute("SELECT duckrank_native_fusion_layout([0, 0, 1]::INTEGER[], "
+                         "['a', 'b', 'a'], [1.0, 3.0, 2.0], [0.5, 0.5], ?)",
+                         [fields]).fetchall()[0][0]
+    blank = {"weight": None, "position": None, "s_sum": None, "s_mean": None, "s_sd": None}
+    rows = {(r["system"], r["score"]): r for r in layout["rows"]}
+    assert rows[(0, 1.0)] == {"system": 0, "score": 1.0, "s_count": 2, "s_min": 1.0,
+                              "s_max": 3.0, **blank}
+    assert rows[(0, 3.0)] == {"system": 0, "score": 3.0, "s_count": 2, "s_min": 1.0,
+                              "s_max": 3.0, **blank}
+    assert rows[(1, 2.0)] == {"system": 1, "score": 2.0, "s_count": 1, "s_min": 2.0,
+                              "s_max": 2.0, **blank}
+    assert sorted(layout["sizes"]) == [1, 2]

@@ -5,7 +5,8 @@
  * of its record (duckrank/fusion/), which the fusion macros apply to what these return
  * (duckrank/render/fusion.py, the native branch). One row is one query's rows, as parallel lists.
  *
- *   duckrank_native_fusion_layout(systems INTEGER[], items VARCHAR[], scores DOUBLE[], weights DOUBLE[])
+ *   duckrank_native_fusion_layout(systems INTEGER[], items VARCHAR[], scores DOUBLE[], weights DOUBLE[],
+ *                                 fields INTEGER)
  *     -> STRUCT(rows STRUCT(system, score, weight, position, s_count, s_min, s_max, s_sum, s_mean, s_sd)[],
  *               sizes INTEGER[], firsts INTEGER[], duplicate INTEGER)
  *
@@ -16,7 +17,10 @@
  * the list's sum adds its scores in that order, the same number on every run. `sizes` is each
  * group's number of rows, `firsts` the 1-based index into the input of the group's first row (its
  * item). `duplicate` is the 1-based index of a row whose system lists its item twice (the later
- * of the two in that system's list; the rest is then empty), else NULL. `weights[s + 1]` is system s's weight (NULL past its end).
+ * of the two in that system's list; the rest is then empty), else NULL. `weights[s + 1]` is
+ * system s's weight (NULL past its end). `fields` has bit i set for each field of the row struct
+ * (0-based, in the order above) the caller reads: the others among weight and the statistics are
+ * NULL, and without position, s_sum, s_mean and s_sd no list is sorted (NULL: every field).
  *
  *   duckrank_native_fusion_split(values DOUBLE[], sizes INTEGER[]) -> DOUBLE[][]
  *
@@ -57,12 +61,11 @@ typedef struct {
 } sort_key;
 
 static uint64_t text_prefix(const char *text, uint32_t length) {
-	unsigned char bytes[8] = {0};
-	memcpy(bytes, text, length < 8 ? length : 8);
 	uint64_t prefix = 0;
-	for (int i = 0; i < 8; i++) {
-		prefix = prefix << 8 | bytes[i];
-	}
+	memcpy(&prefix, text, length < 8 ? length : 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	prefix = __builtin_bswap64(prefix); /* the first byte most significant */
+#endif
 	return prefix;
 }
 
@@ -122,6 +125,10 @@ ALWAYS_INLINE int list_before(const fused_row *rows, const sort_key *a, const so
 			for (idx_t lo = 0; lo < n; lo += 2 * width) {                                                 \
 				idx_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n; \
 				idx_t i = lo, j = mid, k = lo;                                                            \
+				if (mid < hi && !before(context, &from[mid], &from[mid - 1])) {                           \
+					i = j = hi; /* already in order (a run file's lists usually are): copied below */     \
+					memcpy(to + lo, from + lo, (hi - lo) * sizeof(type));                                 \
+				}                                                                                         \
 				while (i < mid && j < hi) {                                                               \
 					to[k++] = before(context, &from[j], &from[i]) ? from[j++] : from[i++];                \
 				}                                                                                         \
@@ -199,6 +206,24 @@ static void describe_list(const fused_row *rows, const sort_key *list, idx_t n, 
 	}
 }
 
+/* The fields that need each system's list in list order: the rest (count, min, max) do not. */
+#define ORDERED_FIELDS (1 << R_POSITION | 1 << R_SUM | 1 << R_MEAN | 1 << R_SD)
+#define ALL_FIELDS ((1 << R_FIELDS) - 1)
+
+/* describe_list's count, min and max only, over one system's keys in any order. */
+static void describe_unordered(const fused_row *rows, const sort_key *list, idx_t n, list_stats *stats) {
+	double min = rows[list[0].index].score, max = min;
+	for (idx_t i = 1; i < n; i++) {
+		double x = rows[list[i].index].score;
+		min = x < min ? x : min;
+		max = x > max ? x : max;
+	}
+	list_stats s = {0, (int64_t)n, min, max, 0.0, 0.0, 0.0};
+	for (idx_t i = 0; i < n; i++) {
+		stats[list[i].index] = s;
+	}
+}
+
 typedef struct {
 	duckdb_vector field[L_FIELDS], row_field[R_FIELDS];
 	duckdb_list_entry *rows_entries, *size_entries, *first_entries;
@@ -229,6 +254,8 @@ static int layout_output_of(duckdb_vector output, idx_t total, layout_output *o)
 typedef struct {
 	duckdb_vector vector[4];
 	const duckdb_list_entry *entries[4];
+	const int32_t *fields; /* per row: the bits (1 << R_...) of the fields to fill */
+	const uint64_t *fields_valid;
 	const int32_t *systems;
 	const uint64_t *system_valid, *item_valid, *score_valid, *weight_valid;
 	const duckdb_string_t *items;
@@ -253,6 +280,9 @@ static layout_input layout_input_of(duckdb_data_chunk input) {
 	in.score_valid = duckdb_vector_get_validity(child[2]);
 	in.weights = (const double *)duckdb_vector_get_data(child[3]);
 	in.weight_valid = duckdb_vector_get_validity(child[3]);
+	duckdb_vector fields = duckdb_data_chunk_get_vector(input, 4);
+	in.fields = (const int32_t *)duckdb_vector_get_data(fields);
+	in.fields_valid = duckdb_vector_get_validity(fields);
 	return in;
 }
 
@@ -306,7 +336,7 @@ typedef struct {
 /* Writes one query's groups (group_rows's) from `written` on; returns the number of groups, or
  * -1 (duplicate set) when a system lists an item twice. */
 static int64_t write_groups(const layout_input *in, idx_t row, const layout_scratch *s, idx_t n, idx_t groups,
-                            const layout_output *o, idx_t written, idx_t groups_written) {
+                            const layout_output *o, idx_t written, idx_t groups_written, int32_t fields) {
 	int32_t *systems = (int32_t *)duckdb_vector_get_data(o->row_field[R_SYSTEM]);
 	double *scores = (double *)duckdb_vector_get_data(o->row_field[R_SCORE]);
 	double *weights = (double *)duckdb_vector_get_data(o->row_field[R_WEIGHT]);
@@ -331,27 +361,36 @@ static int64_t write_groups(const layout_input *in, idx_t row, const layout_scra
 			}
 		}
 	}
+	int weighted = fields & 1 << R_WEIGHT;
 	for (idx_t i = 0; i < n; i++) {
 		uint32_t index = s->grouped[i].index;
 		const fused_row *r = &s->rows[index];
 		idx_t at = written + i;
-		const list_stats *stat = &s->stats[index];
 		systems[at] = r->system;
 		scores[at] = r->score;
-		if ((idx_t)r->system < w.length && is_valid(in->weight_valid, w.offset + r->system)) {
+		if (!weighted) {
+		} else if ((idx_t)r->system < w.length && is_valid(in->weight_valid, w.offset + r->system)) {
 			weights[at] = in->weights[w.offset + r->system];
 		} else {
 			duckdb_vector_ensure_validity_writable(o->row_field[R_WEIGHT]);
 			duckdb_validity_set_row_invalid(duckdb_vector_get_validity(o->row_field[R_WEIGHT]), at);
 		}
-		positions[at] = stat->position;
-		counts[at] = stat->count;
-		mins[at] = stat->min;
-		maxs[at] = stat->max;
-		sums[at] = stat->sum;
-		means[at] = stat->mean;
-		sds[at] = stat->sd;
 	}
+	/* Each requested statistic in a loop of its own: the others' arrays stay out of the cache. */
+#define WRITE_STAT(bit, array, member)                                                                 \
+	if (fields & 1 << (bit)) {                                                                         \
+		for (idx_t i = 0; i < n; i++) {                                                                \
+			(array)[written + i] = s->stats[s->grouped[i].index].member;                               \
+		}                                                                                              \
+	}
+	WRITE_STAT(R_POSITION, positions, position)
+	WRITE_STAT(R_COUNT, counts, count)
+	WRITE_STAT(R_MIN, mins, min)
+	WRITE_STAT(R_MAX, maxs, max)
+	WRITE_STAT(R_SUM, sums, sum)
+	WRITE_STAT(R_MEAN, means, mean)
+	WRITE_STAT(R_SD, sds, sd)
+#undef WRITE_STAT
 	return (int64_t)groups;
 }
 
@@ -489,12 +528,13 @@ static void release_layout_scratch(layout_scratch *s) {
 
 static void lay_out_rows(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output) {
 	idx_t chunk_rows = duckdb_data_chunk_get_size(input);
-	int64_t limit = budget_limit(info, LAYOUT, input, 4);
+	int64_t limit = budget_limit(info, LAYOUT, input, 5);
 	if (limit < 0) {
 		return;
 	}
 	layout_input in = layout_input_of(input);
 	idx_t total = 0, longest = 0;
+	int32_t fields = 0; /* what any row asks for (the macros ask the same of every row) */
 	for (idx_t row = 0; row < chunk_rows; row++) {
 		if (!layout_row_valid(&in, row)) {
 			continue; /* a NULL row's entry is not a length: DuckDB leaves it unset */
@@ -502,6 +542,7 @@ static void lay_out_rows(duckdb_function_info info, duckdb_data_chunk input, duc
 		idx_t n = in.entries[0][row].length;
 		total += n;
 		longest = n > longest ? n : longest;
+		fields |= is_valid(in.fields_valid, row) ? in.fields[row] : ALL_FIELDS;
 	}
 	if (longest > INT32_MAX) {
 		set_error(info, LAYOUT, "a query has more than 2^31 rows");
@@ -539,6 +580,10 @@ static void lay_out_rows(duckdb_function_info info, duckdb_data_chunk input, duc
 			int32_t system = s.rows[s.keys[start].index].system;
 			for (end = start + 1; end < n && s.rows[s.keys[end].index].system == system; end++) {
 			}
+			if (!(fields & ORDERED_FIELDS)) {
+				describe_unordered(s.rows, s.keys + start, end - start, s.stats);
+				continue;
+			}
 			for (idx_t i = start; i < end; i++) {
 				s.keys[i].key = ~score_key(s.rows[s.keys[i].index].score);
 			}
@@ -546,7 +591,7 @@ static void lay_out_rows(duckdb_function_info info, duckdb_data_chunk input, duc
 			describe_list(s.rows, s.keys + start, end - start, s.stats);
 		}
 		idx_t group_count = group_rows(&s, n);
-		int64_t groups = write_groups(&in, row, &s, n, group_count, &o, written, groups_written);
+		int64_t groups = write_groups(&in, row, &s, n, group_count, &o, written, groups_written, fields);
 		duckdb_vector duplicate = o.field[L_DUPLICATE];
 		if (groups < 0) {
 			continue; /* the macro raises the error, naming the query and the item */
@@ -557,6 +602,12 @@ static void lay_out_rows(duckdb_function_info info, duckdb_data_chunk input, duc
 		o.size_entries[row].length = o.first_entries[row].length = (idx_t)groups;
 		written += n;
 		groups_written += (idx_t)groups;
+	}
+	for (idx_t f = R_WEIGHT; f < R_FIELDS; f++) {
+		if (!(fields & 1 << f) && written) { /* not asked for: NULL */
+			duckdb_vector_ensure_validity_writable(o.row_field[f]);
+			memset(duckdb_vector_get_validity(o.row_field[f]), 0, (written + 63) / 64 * sizeof(uint64_t));
+		}
 	}
 	duckdb_list_vector_set_size(o.field[L_ROWS], written);
 	duckdb_list_vector_set_size(o.field[L_SIZES], groups_written);
@@ -789,9 +840,9 @@ duckdb_state duckrank_register_fusion(duckdb_connection connection, budget *acco
 	duckdb_logical_type texts = duckdb_create_list_type(varchar);
 	duckdb_logical_type nested = duckdb_create_list_type(reals);
 	duckdb_logical_type layout = layout_type(integer, bigint, real);
-	duckdb_logical_type layout_parameters[] = {integers, texts, reals, reals};
+	duckdb_logical_type layout_parameters[] = {integers, texts, reals, reals, integer};
 	duckdb_logical_type split_parameters[] = {reals, integers};
-	duckdb_state state = budget_register(connection, account, LAYOUT, layout_parameters, 4, layout, lay_out_rows, 0);
+	duckdb_state state = budget_register(connection, account, LAYOUT, layout_parameters, 5, layout, lay_out_rows, 0);
 	if (state == DuckDBSuccess) {
 		state = budget_register(connection, account, SPLIT, split_parameters, 2, nested, split_rows, 0);
 	}
