@@ -297,8 +297,14 @@ def fuzz(with_native: duckdb.DuckDBPyConnection, sql_only: duckdb.DuckDBPyConnec
             FROM (SELECT i % 4 AS g, unnest(rec) AS id, hash(i) % 7 AS key FROM f)
             GROUP BY g""").fetchall()
         problems += [f"seed {seed}, top_k group {g}: {a} != {b}" for g, a, b in top if a != b]
+    problems += _fused_differences(with_native, sql_only)
     # the extremes of the internal functions' own checks
-    for sql in ("duckrank_native_correlation('spearman', [1, 2, 3], [1, 2, 3], [1.0])",
+    for sql in ("duckrank_native_fusion_layout([0, 70000]::INTEGER[], ['a', 'b'], [1.0, 2.0], "
+                "[], 1023)",
+                "duckrank_native_fusion_layout([]::INTEGER[], []::VARCHAR[], []::DOUBLE[], [], 0)",
+                "duckrank_native_fusion_split([1.0, 2.0], [3, -1])",
+                "duckrank_native_fusion_order([1.0, 2.0], ['a'], [1, 2])",
+                "duckrank_native_correlation('spearman', [1, 2, 3], [1, 2, 3], [1.0])",
                 "duckrank_native_correlation('kendall_tau', [], [], [])",
                 "duckrank_native_correlation('fcp', [NULL, 1], [1, NULL], [1.0, 2.0])",
                 "duckrank_match('x', [-9223372036854775808, 9223372036854775807], "
@@ -309,6 +315,46 @@ def fuzz(with_native: duckdb.DuckDBPyConnection, sql_only: duckdb.DuckDBPyConnec
         with contextlib.suppress(duckdb.Error):
             with_native.execute(f"SELECT {sql}").fetchall()
     return problems
+
+
+def _fused_differences(with_native: duckdb.DuckDBPyConnection,
+                       sql_only: duckdb.DuckDBPyConnection) -> list[str]:
+    """Rank fusion's native form (fusion.c) against its SQL form on random runs: 1 to 6 systems,
+    lists of 0 to 300 items from a small catalogue (shared items), tied scores, long and short
+    texts, one query of 20,000 rows."""
+    rng = random.Random(7)
+    rows = []
+    for query in range(40):
+        for system in range(rng.randint(1, 6)):
+            length = 20_000 if query == 39 and system == 0 else rng.choice([0, 1, 2, 7, 30, 300])
+            catalogue = max(length * 2, 1)
+            items = rng.sample(range(catalogue), length)
+            rows += [(f"s{system}", f"q{query}", ("long-item-text-" if i % 3 else "d") + str(i),
+                      float(rng.randint(0, 9))) for i in items]
+    problems = []
+    for con in (with_native, sql_only):
+        con.execute("CREATE OR REPLACE TEMP TABLE fusion_runs (system VARCHAR, query VARCHAR, "
+                    "item VARCHAR, score DOUBLE)")
+        con.executemany("INSERT INTO fusion_runs VALUES (?, ?, ?, ?)", rows)
+    for call in ("fuse_wsum('fusion_runs', weights := (SELECT map(list(system), "
+                 "list(1.0 / (1 + ascii(system[2:])))) FROM (SELECT DISTINCT system FROM "
+                 "fusion_runs)))", "fuse_rrf('fusion_runs', norm := 'rank')",
+                 "fuse_mnz('fusion_runs', norm := 'zmuv')", "fuse_med('fusion_runs')"):
+        sql = f"SELECT query, item, score, rank FROM {call} ORDER BY query, rank"
+        got, expected = _outcome_of(with_native, sql), _outcome_of(sql_only, sql)
+        same = len(got) == len(expected) and all(
+            g[:2] == e[:2] and g[3] == e[3] and g[2] == pytest.approx(e[2], rel=1e-12, abs=1e-12)
+            for g, e in zip(got, expected, strict=True))
+        if not same:
+            problems.append(f"fusion {call[:20]}: native {got[:3]}... SQL {expected[:3]}...")
+    return problems
+
+
+def _outcome_of(con: duckdb.DuckDBPyConnection, sql: str) -> list:
+    try:
+        return con.execute(sql).fetchall()
+    except duckdb.Error as error:
+        return [("error", str(error).split("\n")[0], None, None)]
 
 
 def test_fuzz_cases_equal_the_sql_path(both) -> None:
