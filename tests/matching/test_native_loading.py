@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -301,7 +302,7 @@ def test_another_user_swapping_in_their_library_never_gets_it_loaded(monkeypatch
             ["sh", "-c", f'while :; do cp "{library}" "{build}/.x" && mv -f "{build}/.x" '
                          f'"{target}"; done'],
             user=OTHER_UID, group=OTHER_UID, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True,
         )
         time.sleep(0.2)
         loaded = 0
@@ -314,7 +315,9 @@ def test_another_user_swapping_in_their_library_never_gets_it_loaded(monkeypatch
         assert loaded == 0
     finally:
         if attacker is not None:
-            attacker.kill()
+            # The whole group: a cp or mv the loop started could otherwise still be writing into
+            # the folder while it is removed ("Directory not empty", seen on a loaded machine).
+            os.killpg(attacker.pid, signal.SIGKILL)
             attacker.wait()
         shutil.rmtree(shared)
 
