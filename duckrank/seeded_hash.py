@@ -22,7 +22,10 @@ SQL has no 32-bit unsigned wrap-around, so every step is a UBIGINT product of tw
 
 from __future__ import annotations
 
-import numpy as np
+from duckrank.lazy import LazyModule
+
+# numpy only inside the functions: importing the records (which import this) stays numpy-free.
+np = LazyModule("numpy")
 
 LOW = 0xFFFFFFFF
 # MurmurHash3_x86_32's constants.

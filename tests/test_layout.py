@@ -14,8 +14,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "duckrank"
 
 # Lowest first. A module may import its own package (folder) and any lower layer, nothing above.
 LAYERS = (
-    ("duckrank._version", "duckrank.lazy", "duckrank.seeded_hash", "duckrank.options",
-     "duckrank.matching"),
+    ("duckrank._version", "duckrank.lazy"),
+    ("duckrank.seeded_hash", "duckrank.options", "duckrank.matching"),
     ("duckrank.metrics", "duckrank.stats", "duckrank.models", "duckrank.fusion",
      "duckrank.off_policy"),
     ("duckrank.render",),

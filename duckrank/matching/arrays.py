@@ -8,15 +8,20 @@ conventions are those of ``duckrank.matching``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+from duckrank.lazy import LazyModule
+
+np = LazyModule("numpy")
+pa = LazyModule("pyarrow")
+pc = LazyModule("pyarrow.compute")
 
 # What the match functions take: a column of lists (or of maps) as DuckDB and Spark hand it to a
 # UDF, and the cut-offs, one per row, one for all rows, or None (each row's whole rec).
-Column = pa.Array | pa.ChunkedArray
-Cutoffs = np.ndarray | int | None
+# (Quoted: they are for the annotations, and this module's import does not import numpy and
+# pyarrow, issue 32.)
+Column: TypeAlias = "pa.Array | pa.ChunkedArray"
+Cutoffs: TypeAlias = "np.ndarray | int | None"
 
 # --- numpy ----------------------------------------------------------------------------------------
 

@@ -26,11 +26,12 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
+from duckrank.lazy import LazyModule
 from duckrank.matching.arrays import combined, gather_ranges
+
+np = LazyModule("numpy")
+pa = LazyModule("pyarrow")
+pc = LazyModule("pyarrow.compute")
 
 # --- what the kernels read ----------------------------------------------------------------------
 

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
+from duckrank.lazy import LazyModule
 from duckrank.matching.arrays import combined
+
+np = LazyModule("numpy")
+pa = LazyModule("pyarrow")
+pc = LazyModule("pyarrow.compute")
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,12 @@ except where ``peers`` says otherwise.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
+from functools import cache
 
-import numpy as np
-
+from duckrank.lazy import LazyModule
 from duckrank.matching.arrays import Hits
 from duckrank.metrics.graded import (
     GRADED_TRUTH,
@@ -28,7 +29,9 @@ from duckrank.metrics.graded import (
 )
 from duckrank.metrics.record import Bounds, Choice, Metric, Option, check_options
 
-NAN = np.nan
+np = LazyModule("numpy")
+
+NAN = math.nan  # np.nan is this float: the records do not import numpy (issue 32)
 
 
 def _where_defined(hits: Hits, defined: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -161,10 +164,23 @@ def _ideal_binary_dcg(positions: np.ndarray, discount: str, base: float) -> np.n
 _IDEAL_DCG_TABLE_SIZE = 128
 
 
+@cache
+def _ideal_binary_dcg_values() -> tuple[float, ...]:
+    """sum_{i=1..m} 1/log2(i+1) for m = 1.._IDEAL_DCG_TABLE_SIZE: ``_ideal_binary_dcg``'s
+    divisions and additions in its order, without numpy, as the SQL below is built when the
+    module is imported (issue 32). numpy's log2 is not always libm's to the last bit (its AVX-512
+    loops), but is on these ranks: tests/test_lazy_imports.py checks the kernel's own values."""
+    values = []
+    total = 0.0
+    for rank in range(1, _IDEAL_DCG_TABLE_SIZE + 1):
+        total += 1.0 / math.log2(rank + 1.0)
+        values.append(total)
+    return tuple(values)
+
+
 def _ideal_binary_dcg_sql(m: str) -> str:
     """SQL for sum_{i=1..m} 1/log2(i+1); NULL for m = 0 (a list index of 0 is NULL)."""
-    ideal = _ideal_binary_dcg(np.arange(1, _IDEAL_DCG_TABLE_SIZE + 1), "log2", 2)
-    table = ", ".join(f"{v:.17e}" for v in ideal)
+    table = ", ".join(f"{v:.17e}" for v in _ideal_binary_dcg_values())
     summed = f"list_sum(list_transform(range(1, {m} + 1), lambda i: 1.0 / log2(i + 1)))"
     return f"coalesce([{table}][{m}], {summed})"
 
@@ -310,8 +326,24 @@ AUC = Metric(
 # H(m) for m below this is read from a constant list (exact to the last bit); from it on,
 # Euler-Maclaurin's series to 1 / (120 m^4), whose next term, 1 / (252 m^6), is below 1e-15.
 _HARMONIC_TABLE_SIZE = 128
-_HARMONIC = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, _HARMONIC_TABLE_SIZE))])
 _EULER_GAMMA = 0.5772156649015329
+
+
+@cache
+def _harmonic_values() -> tuple[float, ...]:
+    """H(0), ..., H(_HARMONIC_TABLE_SIZE - 1): 1.0 / i added in order from H(0) = 0.0, the
+    doubles ``np.cumsum(1.0 / np.arange(1, size))`` gives (its sum runs in order), without numpy:
+    the SQL below is built when the module is imported (issue 32)."""
+    values = [0.0]
+    for i in range(1, _HARMONIC_TABLE_SIZE):
+        values.append(values[-1] + 1.0 / i)
+    return tuple(values)
+
+
+@cache
+def _harmonic_table() -> np.ndarray:
+    """``_harmonic_values`` as a float64 array, made on the first kernel call."""
+    return np.array(_harmonic_values(), dtype=np.float64)
 
 
 def _harmonic(m: np.ndarray) -> np.ndarray:
@@ -320,12 +352,12 @@ def _harmonic(m: np.ndarray) -> np.ndarray:
     series = (np.log(large) + _EULER_GAMMA + 1 / (2 * large) - 1 / (12 * large ** 2)
               + 1 / (120 * large ** 4))
     return np.where(m < _HARMONIC_TABLE_SIZE,
-                    _HARMONIC[np.minimum(m, _HARMONIC_TABLE_SIZE - 1)], series)
+                    _harmonic_table()[np.minimum(m, _HARMONIC_TABLE_SIZE - 1)], series)
 
 
 def _harmonic_sql(m: str) -> str:
     """The SQL of ``_harmonic`` over the integer expression ``m`` (the list is 1-based)."""
-    table = ", ".join(f"{v:.17e}" for v in _HARMONIC)
+    table = ", ".join(f"{v:.17e}" for v in _harmonic_values())
     return (f"CASE WHEN {m} < {_HARMONIC_TABLE_SIZE} THEN [{table}][{m} + 1] "
             f"ELSE ln({m}) + {_EULER_GAMMA!r} + 1 / (2 * ({m})::DOUBLE) "
             f"- 1 / (12 * ({m})::DOUBLE ^ 2) + 1 / (120 * ({m})::DOUBLE ^ 4) END")

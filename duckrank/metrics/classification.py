@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
+from duckrank.lazy import LazyModule
 from duckrank.matching.arrays import Hits
 from duckrank.metrics.pointwise import Aggregate
 from duckrank.metrics.record import Bounds, Choice, Metric, Option, check_options
+
+np = LazyModule("numpy")
 
 RECTOOLS = "RecTools 0.19 (MTS), rectools/metrics/{}.py"
 ELLIOT = "Elliot (Anelli et al., SIGIR 2021), elliot/evaluation/metrics/accuracy/{}.py"

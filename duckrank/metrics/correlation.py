@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from duckrank.lazy import LazyModule
 from duckrank.matching.arrays import gather_ranges
 from duckrank.matching.preferences import RankedGrades
 from duckrank.metrics.record import Metric
+
+np = LazyModule("numpy")
 
 # Rows of at most this many compared items count their pairs by comparing every pair at once,
 # padded to (rows x n x n) cells in groups of at most _PAIR_CELLS (no sort, a few vectorised

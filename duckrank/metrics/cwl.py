@@ -23,11 +23,12 @@ is NULL for a NULL rec, truth or k; otherwise defined (0 for an empty rec).
 
 from __future__ import annotations
 
-import numpy as np
-
+from duckrank.lazy import LazyModule
 from duckrank.matching.arrays import Judged
 from duckrank.metrics.graded import GRADED_TRUTH
 from duckrank.metrics.record import Bounds, Combination, Metric, Option, check_options
+
+np = LazyModule("numpy")
 
 SOURCE = ("cwl-eval 1.0.12 (cwl/ruler/measures/cwl_{}.py) with ir_measures 0.4.3's settings "
           "(providers/cwl_eval.py: gains scaled by min_rel and max_rel, unit costs, max_n 1000), "

@@ -26,10 +26,11 @@ Every value is NULL for a NULL rec, truth or k, and when N = 0 (no relevant item
 
 from __future__ import annotations
 
-import numpy as np
-
+from duckrank.lazy import LazyModule
 from duckrank.matching.subtopics import Subtopics
 from duckrank.metrics.record import Bounds, Metric, Option, check_options
+
+np = LazyModule("numpy")
 
 SOURCE = ("ndeval (TREC Web track, ndeval.c) as pyndeval 0.0.8 runs it (ir_measures 0.4.3's "
           "provider), checked against pyndeval; {}")

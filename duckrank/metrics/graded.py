@@ -29,10 +29,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-import numpy as np
-
+from duckrank.lazy import LazyModule
 from duckrank.matching.arrays import Grades
 from duckrank.metrics.record import Above, Choice, Combination, Metric, Option, check_options
+
+np = LazyModule("numpy")
 
 GRADED_TRUTH = "MAP(VARCHAR, DOUBLE)"
 

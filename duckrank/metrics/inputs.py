@@ -29,9 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
-
+from duckrank.lazy import LazyModule
 from duckrank.matching.arrays import (
     match_grade_lists,
     match_graded_hits,
@@ -46,6 +44,9 @@ from duckrank.matching.preferences import (
     run_preference_kernel,
 )
 from duckrank.matching.subtopics import match_subtopics
+
+np = LazyModule("numpy")
+pa = LazyModule("pyarrow")
 
 # --- Arrow types ---------------------------------------------------------------------------------
 
@@ -145,7 +146,8 @@ def ids_and_graded_map(rec: pa.DataType, truth: pa.DataType) -> bool:
 # NULL k; None for kinds without k), ``function`` the SQL name for the errors, ``options`` the
 # record's option values (min_grade, for the kinds whose matching reads it).
 
-Match = Callable[[pa.Array, pa.Array, "np.ndarray | None", str, Mapping[str, object]], Any]
+# (the array types quoted: the alias is made at import, which does not import pyarrow, issue 32)
+Match = Callable[["pa.Array", "pa.Array", "np.ndarray | None", str, Mapping[str, object]], Any]
 
 
 def _hits(rec: pa.Array, truth: pa.Array, cut: np.ndarray | None, function: str,

@@ -21,12 +21,13 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-import numpy as np
-
+from duckrank.lazy import LazyModule
 from duckrank.matching.arrays import Grades, Hits, Judged, relevant_grades, row_cumsum
 from duckrank.metrics import binary, graded, trec_eval
 from duckrank.metrics.graded import GRADED_TRUTH
 from duckrank.metrics.record import Bounds, Metric, Option, check_options
+
+np = LazyModule("numpy")
 
 DEPTH = Option("depth", None, "the measure's cut-off over the judged items (ir_measures' @k); "
                "NULL: all of them", bounds=Bounds(1, nullable=True, whole=True))

@@ -18,11 +18,12 @@ order); docs/conventions.md says where a peer breaks ties otherwise.
 
 from __future__ import annotations
 
-import numpy as np
-
+from duckrank.lazy import LazyModule
 from duckrank.matching.arrays import Grades, Hits, Judged, row_cumsum
 from duckrank.metrics.graded import GRADED_TRUTH
 from duckrank.metrics.record import Bounds, Metric, Option, check_options
+
+np = LazyModule("numpy")
 
 IR_MEASURES = "ir_measures 0.4.3 (MacAvaney, Macdonald and Ounis, ECIR 2022), measures/{}.py"
 RANX = "ranx 0.3.21 (Bassani, ECIR 2022), ranx/metrics/{}.py"

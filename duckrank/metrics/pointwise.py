@@ -22,12 +22,14 @@ used by the tests as a check of the SQL.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
+from duckrank.lazy import LazyModule
 from duckrank.metrics.record import Bounds, Option
+
+np = LazyModule("numpy")
 
 SKLEARN = "scikit-learn 1.9 (Pedregosa et al., JMLR 12, 2011), sklearn/metrics/_regression.py"
 
@@ -116,8 +118,8 @@ def _r2(prediction: np.ndarray, rating: np.ndarray) -> float:
 
 
 # sklearn's log_loss clips p to [eps, 1 - eps], eps the float64 machine epsilon (its default
-# since 1.5, "auto": np.finfo(dtype).eps).
-EPS = float(np.finfo(np.float64).eps)
+# since 1.5, "auto": np.finfo(dtype).eps), the float epsilon Python knows without numpy.
+EPS = sys.float_info.epsilon
 LOG_LOSS_EPS = Option("eps", EPS, "predictions are clipped to [eps, 1 - eps]",
                       bounds=Bounds(0, 0.5, open_high=True))
 

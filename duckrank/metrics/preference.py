@@ -35,11 +35,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from duckrank.lazy import LazyModule
 from duckrank.matching.arrays import gather_ranges
 from duckrank.matching.preferences import Edges, PreferenceCycleError, PreferenceRows
 from duckrank.metrics.record import Metric, Option
+
+np = LazyModule("numpy")
 
 DISCOUNTS = ("linear", "logarithmic", "exponential", "ap")
 
@@ -48,7 +49,6 @@ DISCOUNTS = ("linear", "logarithmic", "exponential", "ap")
 _CHUNK_WORDS = 1 << 20
 # Nodes of a chunk: up to 2^16 their ids sort as 16-bit keys (a radix sort).
 _CHUNK_NODES = 1 << 16
-_ONE = np.uint64(1)
 
 
 # --- graph passes over one chunk (global node ids 0..N-1) ----------------------------------------
@@ -193,7 +193,8 @@ def _count_below_own_bit(sets: np.ndarray, bit: np.ndarray) -> np.ndarray:
     np.cumsum(np.bitwise_count(sets).T, axis=0, out=before_word[1:])
     word, offset = bit >> 6, (bit & 63).astype(np.uint64)
     rows = np.arange(nodes)
-    partial = sets.ravel()[rows * words + word] & ((_ONE << offset) - _ONE)
+    one = np.uint64(1)
+    partial = sets.ravel()[rows * words + word] & ((one << offset) - one)
     return before_word[word, rows] + np.bitwise_count(partial)
 
 
@@ -349,7 +350,7 @@ def _chunk_scores(
         return None
     row_of_node = np.repeat(np.arange(len(chunk.rows)), node_counts[chunk.rows])
     bit = np.arange(chunk.nodes) - chunk.first_node[row_of_node]
-    own_word, own_bit = bit >> 6, _ONE << (bit & 63).astype(np.uint64)
+    own_word, own_bit = bit >> 6, np.uint64(1) << (bit & 63).astype(np.uint64)
     # Reflexive sets: each holds its own node, taken off the counts below.
     ancestors = graph.closure(space.bitsets(0, chunk), own_word, own_bit, ancestors=True)
     below = _holders(ancestors, chunk, node_counts[chunk.rows]) - 1

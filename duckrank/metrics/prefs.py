@@ -30,12 +30,14 @@ from __future__ import annotations
 import threading
 
 import duckdb
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
+from duckrank.lazy import LazyModule
 from duckrank.matching.arrays import combined
 from duckrank.metrics.record import Metric
+
+np = LazyModule("numpy")
+pa = LazyModule("pyarrow")
+pc = LazyModule("pyarrow.compute")
 
 
 def _ratio(numerator: str, denominator: str) -> str:

@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-import numpy as np
-
+from duckrank.lazy import LazyModule
 from duckrank.metrics.inputs import INPUT_KINDS, InputKind, input_kind
 from duckrank.options import Bounds
 from duckrank.options import Option as OptionModel
+
+np = LazyModule("numpy")
 
 
 @dataclass(frozen=True)

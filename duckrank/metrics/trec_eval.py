@@ -32,14 +32,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
+from duckrank.lazy import LazyModule
 from duckrank.matching.arrays import Grades, Hits, Judged, row_cumsum
 from duckrank.metrics.binary import MIN_GRADE
 from duckrank.metrics.graded import GRADED_TRUTH, chosen_sql
 from duckrank.metrics.record import Bounds, Metric, Option, check_options
+
+np = LazyModule("numpy")
+pa = LazyModule("pyarrow")
+pc = LazyModule("pyarrow.compute")
 
 SOURCE = (
     "trec_eval (usnistgov/trec_eval, m_{}.c: the measure's description and code), checked "

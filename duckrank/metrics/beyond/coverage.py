@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 
-import numpy as np
-
+from duckrank.lazy import LazyModule
 from duckrank.metrics.beyond.common import (
     _CATALOG,
     _CATALOG_ITEMS,
@@ -30,6 +29,8 @@ from duckrank.metrics.beyond.common import (
     optional,
     quoted_identifier_sql,
 )
+
+np = LazyModule("numpy")
 
 # --- kernels (plain Python/numpy over dicts of lists: the independent check) -----------------
 

@@ -6,9 +6,8 @@ import numbers
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from duckrank import seeded_hash
+from duckrank.lazy import LazyModule
 from duckrank.metrics.beyond.common import (
     _ITEM,
     _K,
@@ -34,6 +33,8 @@ from duckrank.metrics.beyond.common import (
     required,
 )
 from duckrank.options import POSITIVE_INTEGER, Bounds
+
+np = LazyModule("numpy")
 
 # --- kernels (plain Python/numpy over dicts of lists: the independent check) -----------------
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Iterable
 
-import numpy as np
-
+from duckrank.lazy import LazyModule
 from duckrank.metrics.beyond import exposure
 from duckrank.metrics.beyond.common import (
     _GRADES,
@@ -44,6 +43,8 @@ from duckrank.metrics.beyond.common import (
     required,
 )
 from duckrank.options import Bounds
+
+np = LazyModule("numpy")
 
 Pairs = Iterable[tuple[Hashable, Hashable]]
 HEADS = ("interactions", "items")

@@ -7,8 +7,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 
-import numpy as np
-
+from duckrank.lazy import LazyModule
 from duckrank.metrics.beyond.common import (
     _CATALOG,
     _GRADES,
@@ -39,6 +38,8 @@ from duckrank.metrics.beyond.common import (
     optional,
 )
 from duckrank.options import Bounds
+
+np = LazyModule("numpy")
 
 # --- kernels (plain Python/numpy over dicts of lists: the independent check) -----------------
 

@@ -7,10 +7,12 @@ import uuid
 from collections.abc import Sequence
 
 import duckdb
-import pyarrow as pa
 
+from duckrank.lazy import LazyModule
 from duckrank.render.quoting import quote_literal
 from duckrank.reports.trec_eval.requests import Value
+
+pa = LazyModule("pyarrow")
 
 # trec_eval's value where the file has no mean for a value (trec_eval.h MISSING_ZSCORE_VALUE).
 MISSING_ZSCORE = -1000000
