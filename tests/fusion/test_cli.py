@@ -60,7 +60,28 @@ def test_supervised_method_trains_on_qrels(capsys, runs, tmp_path: Path) -> None
     (["--method", "rbc"], "fuse: rbc needs params={'phi': ...}"),
     (["--method", "rrf", "--param", "k=-2"], "fuse: rrf's k must be a finite number >= 0"),
     (["--weights", "1"], "fuse: wsum's weights has 1 values for 2 runs"),
+    (["--memory-limit", "lots"], "fuse: memory_limit must be a size as DuckDB writes it "
+                                 "('2GB', '500MB'), got 'lots'"),
 ])
 def test_errors(capsys, runs, tmp_path: Path, arguments, message) -> None:
     assert main(["fuse", *runs, "-o", str(tmp_path / "x.run"), *arguments]) == 1
     assert message in capsys.readouterr().err
+
+
+def test_memory_limit_bounds_the_connection_and_changes_nothing(runs, tmp_path: Path) -> None:
+    """--memory-limit: the same fused rows as without it (the weighted-sum case above, whose
+    expected values are written out there)."""
+    out = tmp_path / "fused.parquet"
+    assert main(["fuse", *runs, "-o", str(out), "--weights", "0.25", "0.75",
+                 "--memory-limit", "100MB"]) == 0
+    table = pq.read_table(out).sort_by([("query", "ascending"), ("rank", "ascending")])
+    assert table.column("item").to_pylist() == ["b", "a", "c", "c"]
+    assert table.column("score").to_pylist() == [0.75, 0.25, 0.0, 0.0]
+
+
+def test_memory_limit_is_for_the_connection_fuse_opens(runs) -> None:
+    import duckrank
+
+    with pytest.raises(ValueError, match="fuse: memory_limit applies to the connection fuse "
+                                         "opens"):
+        duckrank.fuse(runs, "rrf", connection=duckrank.connect(), memory_limit="1GB")

@@ -51,6 +51,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
                         "segfuse, slidefuse, bayesfuse, mapfuse)")
     parser.add_argument("--n-segments", type=int, default=None,
                         help="probfuse's number of segments (trained with --qrels)")
+    parser.add_argument("--memory-limit", default=None, metavar="SIZE",
+                        help="bound the memory DuckDB uses (e.g. 2GB; what does not fit is "
+                        "spilled to disk); default: DuckDB's, 80%% of the machine's memory")
     parser.set_defaults(handler=run)
     return parser
 
@@ -70,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         params.update(training.params)
         sys.stdout.write(f"{args.method} trained on {training.description()}\n")
     norm = None if args.norm == "none" else args.norm
-    path = fuse(args.runs, args.method, norm, params, output=args.output)
+    path = fuse(args.runs, args.method, norm, params, output=args.output,
+                memory_limit=args.memory_limit)
     sys.stdout.write(f"wrote {path}\n")
     return 0
