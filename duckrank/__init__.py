@@ -8,8 +8,6 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -58,17 +56,7 @@ def off_policy(*args: Any, **kwargs: Any) -> Any:  # noqa: F811
     return estimate(*args, **kwargs)
 
 
-_exported, _ = lazy_exports(globals(), _LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        # A subpackage (`duckrank.evaluation.UnrankedQueries` after `import duckrank`), as
-        # before the names were lazy: importing it binds it here.
-        if not name.startswith("_") and importlib.util.find_spec(f"duckrank.{name}"):
-            return importlib.import_module(f"duckrank.{name}")
-        raise AttributeError(f"module 'duckrank' has no attribute {name!r}")
-    return _exported(name)
+__getattr__, _ = lazy_exports(globals(), _LAZY)
 
 
 def __dir__() -> list[str]:

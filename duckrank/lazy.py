@@ -6,6 +6,7 @@ command line pay only for what they use)."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -13,16 +14,21 @@ from typing import Any
 def lazy_exports(
     namespace: dict[str, Any], exports: dict[str, str],
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for the module whose globals are ``namespace``:
+    """``__getattr__`` and ``__dir__`` for the package whose globals are ``namespace``:
     ``exports`` maps each public name to the module that defines it, imported on first access
-    and then bound in ``namespace`` (later look-ups do not come back here)."""
+    and then bound in ``namespace`` (later look-ups do not come back here). Any other public name
+    is tried as a submodule (``duckrank.evaluation.api`` after ``import duckrank.evaluation``),
+    as when the package imported its modules eagerly."""
+    package = namespace["__name__"]
 
     def __getattr__(name: str) -> Any:
-        if name not in exports:
-            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(exports[name]), name)
-        namespace[name] = value
-        return value
+        if name in exports:
+            value = getattr(importlib.import_module(exports[name]), name)
+            namespace[name] = value
+            return value
+        if not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}"):
+            return importlib.import_module(f"{package}.{name}")  # binds it in the package
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     def __dir__() -> list[str]:
         return sorted({*namespace, *exports})
@@ -44,6 +50,10 @@ class LazyModule:
         self._module: Any = None
 
     def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__") or attribute in ("_name", "_module"):
+            # Python's own probes (``__dict__``, ``__wrapped__``...) and an instance made
+            # without ``__init__`` are not the module's business: no import for them.
+            raise AttributeError(attribute)
         module = self._module
         if module is None:
             module = self._module = importlib.import_module(self._name)

@@ -701,11 +701,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_min: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_min: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_min: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_min: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -759,7 +759,7 @@ duckrank_fusion_laid AS (
 duckrank_fusion_scored AS (
   SELECT query, items, texts, l.firsts AS firsts,
     CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_min: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
-      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_min(g)) END AS scores
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_min: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_min: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN CASE WHEN NOT (isfinite(r.s_sum - r.s_min * r.s_count)) THEN error('fuse_min: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) END WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(r.s_mean) AND isfinite(r.s_sd)) THEN error('fuse_min: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) END WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_min(g)) END AS scores
   FROM duckrank_fusion_laid
 ),
 duckrank_fusion_native_fused AS (
@@ -770,13 +770,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -826,11 +826,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_max: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_max: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_max: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_max: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -884,7 +884,7 @@ duckrank_fusion_laid AS (
 duckrank_fusion_scored AS (
   SELECT query, items, texts, l.firsts AS firsts,
     CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_max: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
-      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_max(g)) END AS scores
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_max: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_max: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN CASE WHEN NOT (isfinite(r.s_sum - r.s_min * r.s_count)) THEN error('fuse_max: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) END WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(r.s_mean) AND isfinite(r.s_sd)) THEN error('fuse_max: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) END WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_max(g)) END AS scores
   FROM duckrank_fusion_laid
 ),
 duckrank_fusion_native_fused AS (
@@ -895,13 +895,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -951,11 +951,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_med: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_med: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_med: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_med: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -1009,7 +1009,7 @@ duckrank_fusion_laid AS (
 duckrank_fusion_scored AS (
   SELECT query, items, texts, l.firsts AS firsts,
     CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_med: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
-      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_median(g)) END AS scores
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_med: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_med: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN CASE WHEN NOT (isfinite(r.s_sum - r.s_min * r.s_count)) THEN error('fuse_med: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) END WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(r.s_mean) AND isfinite(r.s_sd)) THEN error('fuse_med: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) END WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_median(g)) END AS scores
   FROM duckrank_fusion_laid
 ),
 duckrank_fusion_native_fused AS (
@@ -1020,13 +1020,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1076,11 +1076,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_sum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_sum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_sum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_sum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -1134,7 +1134,7 @@ duckrank_fusion_laid AS (
 duckrank_fusion_scored AS (
   SELECT query, items, texts, l.firsts AS firsts,
     CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_sum: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
-      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g)) END AS scores
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_sum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_sum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN CASE WHEN NOT (isfinite(r.s_sum - r.s_min * r.s_count)) THEN error('fuse_sum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) END WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(r.s_mean) AND isfinite(r.s_sd)) THEN error('fuse_sum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) END WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g)) END AS scores
   FROM duckrank_fusion_laid
 ),
 duckrank_fusion_native_fused AS (
@@ -1145,13 +1145,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1201,11 +1201,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_anz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_anz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_anz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_anz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -1259,7 +1259,7 @@ duckrank_fusion_laid AS (
 duckrank_fusion_scored AS (
   SELECT query, items, texts, l.firsts AS firsts,
     CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_anz: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
-      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g) / len(g)) END AS scores
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_anz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_anz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN CASE WHEN NOT (isfinite(r.s_sum - r.s_min * r.s_count)) THEN error('fuse_anz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) END WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(r.s_mean) AND isfinite(r.s_sd)) THEN error('fuse_anz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) END WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g) / len(g)) END AS scores
   FROM duckrank_fusion_laid
 ),
 duckrank_fusion_native_fused AS (
@@ -1270,13 +1270,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1326,11 +1326,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_mnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_mnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_mnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_mnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -1384,7 +1384,7 @@ duckrank_fusion_laid AS (
 duckrank_fusion_scored AS (
   SELECT query, items, texts, l.firsts AS firsts,
     CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_mnz: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
-      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g) * len(g)) END AS scores
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_mnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_mnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN CASE WHEN NOT (isfinite(r.s_sum - r.s_min * r.s_count)) THEN error('fuse_mnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) END WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(r.s_mean) AND isfinite(r.s_sd)) THEN error('fuse_mnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) END WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g) * len(g)) END AS scores
   FROM duckrank_fusion_laid
 ),
 duckrank_fusion_native_fused AS (
@@ -1395,13 +1395,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1452,11 +1452,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_gmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_gmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_gmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_gmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -1510,7 +1510,7 @@ duckrank_fusion_laid AS (
 duckrank_fusion_scored AS (
   SELECT query, items, texts, l.firsts AS firsts,
     CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_gmnz: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
-      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g) * pow(len(g), gamma)) END AS scores
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_gmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_gmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN CASE WHEN NOT (isfinite(r.s_sum - r.s_min * r.s_count)) THEN error('fuse_gmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) END WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(r.s_mean) AND isfinite(r.s_sd)) THEN error('fuse_gmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) END WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g) * pow(len(g), gamma)) END AS scores
   FROM duckrank_fusion_laid
 ),
 duckrank_fusion_native_fused AS (
@@ -1521,13 +1521,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1577,11 +1577,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_isr: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_isr: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_isr: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_isr: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -1646,13 +1646,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1702,11 +1702,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_log_isr: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_log_isr: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_log_isr: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_log_isr: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -1771,13 +1771,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1828,11 +1828,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_logn_isr: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_logn_isr: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_logn_isr: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_logn_isr: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -1897,13 +1897,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1954,11 +1954,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_rrf: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_rrf: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_rrf: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_rrf: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -2023,13 +2023,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -2080,11 +2080,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_rbc: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_rbc: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_rbc: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_rbc: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -2149,13 +2149,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -2205,11 +2205,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_bordafuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_bordafuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_bordafuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_bordafuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -2320,11 +2320,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position, weight,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_w_bordafuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_w_bordafuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_w_bordafuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_w_bordafuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -2435,11 +2435,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_condorcet: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_condorcet: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_condorcet: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_condorcet: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -2556,11 +2556,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position, weight,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_w_condorcet: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_w_condorcet: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_w_condorcet: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_w_condorcet: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -2681,11 +2681,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position, weight,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_wsum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_wsum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_wsum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_wsum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -2739,7 +2739,7 @@ duckrank_fusion_laid AS (
 duckrank_fusion_scored AS (
   SELECT query, items, texts, l.firsts AS firsts,
     CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_wsum: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
-      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: r.weight * (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g)) END AS scores
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: r.weight * (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_wsum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_wsum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN CASE WHEN NOT (isfinite(r.s_sum - r.s_min * r.s_count)) THEN error('fuse_wsum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) END WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(r.s_mean) AND isfinite(r.s_sd)) THEN error('fuse_wsum: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) END WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), lambda g: list_sum(g)) END AS scores
   FROM duckrank_fusion_laid
 ),
 duckrank_fusion_native_fused AS (
@@ -2750,13 +2750,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -2817,11 +2817,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position, weight,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_wmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_wmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_wmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_wmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -2875,7 +2875,7 @@ duckrank_fusion_laid AS (
 duckrank_fusion_scored AS (
   SELECT query, items, texts, l.firsts AS firsts,
     CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_wmnz: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
-      ELSE list_transform(list_zip(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), duckrank_fusion_split(list_transform(l.rows, lambda r: r.weight), l.sizes)), lambda z: list_sum(z[1]) * list_sum(z[2])) END AS scores
+      ELSE list_transform(list_zip(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_wmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_wmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN CASE WHEN NOT (isfinite(r.s_sum - r.s_min * r.s_count)) THEN error('fuse_wmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) END WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(r.s_mean) AND isfinite(r.s_sd)) THEN error('fuse_wmnz: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) END WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END)), l.sizes), duckrank_fusion_split(list_transform(l.rows, lambda r: r.weight), l.sizes)), lambda z: list_sum(z[1]) * list_sum(z[2])) END AS scores
   FROM duckrank_fusion_laid
 ),
 duckrank_fusion_native_fused AS (
@@ -2886,13 +2886,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -2953,11 +2953,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position, weight,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_mixed: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_mixed: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_mixed: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_mixed: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -3011,7 +3011,7 @@ duckrank_fusion_laid AS (
 duckrank_fusion_scored AS (
   SELECT query, items, texts, l.firsts AS firsts,
     CASE WHEN l.duplicate IS NOT NULL THEN error('fuse_mixed: ' || 'runs lists item ' || coalesce(CAST(items[l.duplicate] AS VARCHAR), 'NULL') || ' more than once for one system (query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ')')
-      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'min-max-inverted' THEN (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) WHEN 'zmuv' THEN (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END) * r.weight), l.sizes), lambda g: list_sum(g) * sqrt(len(g))) END AS scores
+      ELSE list_transform(duckrank_fusion_split(list_transform(l.rows, lambda r: (CASE CAST(norm AS VARCHAR) WHEN 'min-max' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_mixed: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(r.s_max - r.s_min)) THEN error('fuse_mixed: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.s_max - r.score) / greatest(r.s_max - r.s_min, 1e-9) END WHEN 'max' THEN r.score / greatest(r.s_max, 1e-9) WHEN 'sum' THEN CASE WHEN NOT (isfinite(r.s_sum - r.s_min * r.s_count)) THEN error('fuse_mixed: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_min) / greatest(r.s_sum - r.s_min * r.s_count, 1e-9) END WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(r.s_mean) AND isfinite(r.s_sd)) THEN error('fuse_mixed: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (r.score - r.s_mean) / greatest(r.s_sd, 1e-9) END WHEN 'rank' THEN 1 - (r.position - 1) / r.s_count WHEN 'none' THEN r.score END) * r.weight), l.sizes), lambda g: list_sum(g) * sqrt(len(g))) END AS scores
   FROM duckrank_fusion_laid
 ),
 duckrank_fusion_native_fused AS (
@@ -3022,13 +3022,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT'))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT')
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -3089,11 +3089,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position, trained,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_posfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_posfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_posfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_posfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -3197,11 +3197,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position, trained,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_probfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_probfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_probfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_probfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -3305,11 +3305,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position, trained,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_segfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_segfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_segfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_segfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -3414,11 +3414,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position, trained,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_slidefuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_slidefuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_slidefuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_slidefuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -3522,11 +3522,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position, trained,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_bayesfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_bayesfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_bayesfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_bayesfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value
@@ -3630,11 +3630,11 @@ duckrank_fusion_candidates AS (
 duckrank_fusion_normalised AS (
   SELECT system, query, item, score, s_count, position, trained,
     CASE CAST(norm AS VARCHAR)
-      WHEN 'min-max' THEN (score - s_min) / greatest(s_max - s_min, 1e-9)
-      WHEN 'min-max-inverted' THEN (s_max - score) / greatest(s_max - s_min, 1e-9)
+      WHEN 'min-max' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_mapfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_max - s_min, 1e-9) END
+      WHEN 'min-max-inverted' THEN CASE WHEN NOT (isfinite(s_max - s_min)) THEN error('fuse_mapfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the min-max-inverted normalisation (a sum or a spread of them is not finite): scale them down') ELSE (s_max - score) / greatest(s_max - s_min, 1e-9) END
       WHEN 'max' THEN score / greatest(s_max, 1e-9)
-      WHEN 'sum' THEN (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9)
-      WHEN 'zmuv' THEN (score - s_mean) / greatest(s_sd, 1e-9)
+      WHEN 'sum' THEN CASE WHEN NOT (isfinite(s_sum - s_min * s_count)) THEN error('fuse_mapfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the sum normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_min) / greatest(s_sum - s_min * s_count, 1e-9) END
+      WHEN 'zmuv' THEN CASE WHEN NOT (isfinite(s_mean) AND isfinite(s_sd)) THEN error('fuse_mapfuse: ' || 'the scores of a list of query ' || coalesce(CAST(query AS VARCHAR), 'NULL') || ' overflow the zmuv normalisation (a sum or a spread of them is not finite): scale them down') ELSE (score - s_mean) / greatest(s_sd, 1e-9) END
       WHEN 'rank' THEN 1 - (position - 1) / s_count
       WHEN 'none' THEN score
     END AS value

@@ -44,3 +44,15 @@ def test_tables_built_without_numpy_are_the_kernels() -> None:
     assert harmonic.tolist() == list(binary._harmonic_values())
     ideal = binary._ideal_binary_dcg(np.arange(1, binary._IDEAL_DCG_TABLE_SIZE + 1), "log2", 2)
     assert ideal.tolist() == list(binary._ideal_binary_dcg_values())
+
+
+def test_the_lazy_packages_list_what_they_export() -> None:
+    """``__all__`` (written out for the linters) names exactly the lazily exported names, and a
+    package's submodules are still its attributes (``duckrank.evaluation.api``), as when it
+    imported them eagerly."""
+    import duckrank.evaluation
+    import duckrank.reports.fusion
+
+    assert sorted(duckrank.evaluation.__all__) == sorted(duckrank.evaluation._EXPORTS)
+    assert duckrank.evaluation.api.__name__ == "duckrank.evaluation.api"
+    assert duckrank.reports.fusion.api.__name__ == "duckrank.reports.fusion.api"

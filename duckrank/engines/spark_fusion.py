@@ -103,11 +103,14 @@ def _brackets(text: str) -> str:
 def spark_sql(sql: str) -> str:
     """A record's DuckDB SQL expression in Spark SQL: list indexing, slicing, literals and sums
     (``_brackets``), lambdas (``lambda e: ...`` -> ``e -> ...``), ``list_filter`` -> ``filter``,
-    ``len`` -> ``size``, ``//`` -> ``div``, and decimal literals made DOUBLE (Spark reads
+    ``len`` -> ``size``, ``isfinite(x)`` -> ``1.79...E308 >= abs(x)``, ``//`` -> ``div``, and
+    decimal literals made DOUBLE (Spark reads
     ``0.001`` as a DECIMAL, whose division rounds to a few digits; DuckDB's is a DOUBLE)."""
     sql = re.sub(r"\blambda (\w+):", r"\1 ->", sql)
     sql = re.sub(r"\blist_filter\(", "filter(", sql)
     sql = re.sub(r"\blen\(", "size(", sql)
+    # isfinite(x): Spark has no such function; NaN and the infinities fail the comparison.
+    sql = re.sub(r"\bisfinite\(", "1.7976931348623157E308 >= abs(", sql)
     sql = sql.replace("//", " div ")
     sql = re.sub(r"(?<![\w.])(\d+\.\d+)(?![\w.])", r"\1D", sql)
     return _brackets(sql)
@@ -241,7 +244,15 @@ def _lists(rows: DataFrame, norm: Normalisation) -> DataFrame:
                  per_list.orderBy(F.col("score").desc(), _item_text().desc()))))
     if norm.adds_candidates:
         lists = _with_absent_candidates(lists, rows)
-    lists = lists.withColumn("value", F.expr(spark_sql(norm.sql)))
+    value = spark_sql(norm.sql)
+    if norm.defined:
+        # As the macros: a list whose statistics overflow is an error, not NaN or a silent 0.
+        message = (f"fuse: the scores of a list of query ' || query || ' overflow the "
+                   f"{norm.name} normalisation (a sum or a spread of them is not finite): "
+                   "scale them down")
+        value = (f"CASE WHEN NOT ({spark_sql(norm.defined)}) THEN raise_error('{message}') "
+                 f"ELSE {value} END")
+    lists = lists.withColumn("value", F.expr(value))
     if norm.reorders:
         lists = lists.withColumn("position", F.row_number().over(per_list.orderBy(
             F.col("value").desc(), F.col("score").desc_nulls_last(), _item_text().desc())))

@@ -1,6 +1,10 @@
 """The score normalisations of ranx 0.3.21 (``ranx/normalization/``), applied to each system's list
 for each query before fusing (``norm :=`` of every ``fuse_*`` macro, ``duckrank.fuse(norm=...)``).
 
+A list whose statistics overflow a double (scores near 1e308: their spread, sum or standard
+deviation is not finite) is an error under the normalisations that read them (``defined``),
+where ranx returns NaN or 0.
+
 The floor of 1e-9 on every denominator is ranx's (a list whose scores are all equal normalises to
 0, not to a division by zero). ``position`` is the item's place in the system's list, by score
 descending, ties by the item's text descending (duckrank's tie order everywhere: ranx's order
@@ -19,6 +23,7 @@ NORMALISATIONS: tuple[Normalisation, ...] = (
         "(score - min) / max(max - min, 1e-9): the list's scores mapped onto [0, 1]",
         f"(score - s_min) / greatest(s_max - s_min, {FLOOR})",
         notes="ranx also spells it `min_max`. ranx's default, and duckrank's.",
+        defined="isfinite(s_max - s_min)",
     ),
     Normalisation(
         "min-max-inverted", "min-max-inverted", "Min-max, inverted",
@@ -26,7 +31,7 @@ NORMALISATIONS: tuple[Normalisation, ...] = (
         "the list is then ordered by the new score",
         f"(s_max - score) / greatest(s_max - s_min, {FLOOR})",
         notes="ranx also spells it `min_max_inverted`.",
-        reorders=True,
+        reorders=True, defined="isfinite(s_max - s_min)",
     ),
     Normalisation(
         "max", "max", "Max",
@@ -38,11 +43,13 @@ NORMALISATIONS: tuple[Normalisation, ...] = (
         "(score - min) / max(sum - min x n, 1e-9), n the list's length: the shifted scores sum "
         "to 1",
         f"(score - s_min) / greatest(s_sum - s_min * s_count, {FLOOR})",
+        defined="isfinite(s_sum - s_min * s_count)",
     ),
     Normalisation(
         "zmuv", "zmuv", "Z-score (zero mean, unit variance)",
         "(score - mean) / max(sd, 1e-9), sd the population standard deviation of the list",
         f"(score - s_mean) / greatest(s_sd, {FLOOR})",
+        defined="isfinite(s_mean) AND isfinite(s_sd)",
     ),
     Normalisation(
         "rank", "rank", "Rank",

@@ -106,6 +106,10 @@ class Normalisation:
     notes: str = ""
     reorders: bool = False
     adds_candidates: bool = False  # Borda: every system gets a score for every candidate
+    # SQL over the list's statistics that holds where ``sql`` is a number: scores near the
+    # double's limits overflow a sum or a spread, and a list where it fails is an error (both
+    # forms of the macros would otherwise give NaN, infinities or a silent 0).
+    defined: str = ""
 
 
 @dataclass(frozen=True)

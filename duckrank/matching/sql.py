@@ -137,7 +137,7 @@ def _list_types(names: tuple[str, ...]) -> str:
     return ", ".join(f"'{name}[]'" for name in names)
 
 
-def _collates(ids: str) -> str:
+def collates_sql(ids: str) -> str:
     """True when ``ids`` holds VARCHAR whose collation makes distinct strings equal: 'A' and 'a'
     (NOCASE), 'é' and 'e' (NOACCENT), or the composed and decomposed 'é' (NFC, and every ICU
     collation). ``cast_to_type`` gives a constant of the element type, collation included, and
@@ -251,7 +251,7 @@ def _collated_pair(rec: str, truth: str) -> str:
     2.0 list functions ignore a collation that comparisons apply, and sorts of structs ignore it
     too: ``id_pair_sql`` refuses collated ids there.) Two different collations are DuckDB's
     binder error."""
-    return f"({_collates(rec)} OR {_collates(truth)})"
+    return f"({collates_sql(rec)} OR {collates_sql(truth)})"
 
 
 def common_ids_sql(ids: str, other: str) -> str:

@@ -24,10 +24,13 @@ share, without building those rows.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from duckrank.fusion import METHODS, NORMALISATIONS, FusionMethod, Parameter
 from duckrank.fusion.normalisations import BY_NAME as NORMS
+from duckrank.fusion.record import Normalisation
+from duckrank.matching.sql import collates_sql
 from duckrank.render.quoting import quote_literal
 from duckrank.render.sections import with_section
 
@@ -190,10 +193,22 @@ def _carried(method: FusionMethod) -> str:
         ", " + ("weight" if p.name == "weights" else "trained") for p in _per_system(method))
 
 
+def _normalisation_sql(macro: str, norm: Normalisation, over: Callable[[str], str] = str) -> str:
+    """The normalisation's SQL (``over`` rewrites the columns it reads), an error where its
+    statistics are not finite (``Normalisation.defined``)."""
+    if not norm.defined:
+        return over(norm.sql)
+    problem = (f" overflow the {norm.name} normalisation (a sum or a spread of them is not "
+               "finite): scale them down")
+    error = _fail(macro, f"'the scores of a list of query ' || {_shown('query')} || "
+                         f"{quote_literal(problem)}")
+    return f"CASE WHEN NOT ({over(norm.defined)}) THEN {error} ELSE {over(norm.sql)} END"
+
+
 def _normalised(method: FusionMethod) -> str:
     carried = _carried(method)
     cases = "".join(
-        f"\n      WHEN '{n.name}' THEN {n.sql}"
+        f"\n      WHEN '{n.name}' THEN {_normalisation_sql(method.sql_name, n)}"
         for n in NORMALISATIONS if not n.adds_candidates)
     borda = NORMS["borda"].sql
     return (
@@ -398,9 +413,9 @@ def body(method: FusionMethod) -> str:
 # values cut into one list per item (``duckrank_fusion_split``: the terms in the systems' order,
 # as ``ordered_sums`` adds them), the record's ``combine`` over each item's list, and the items
 # ordered by fused score, equal scores by item text descending, as the SQL form's rank orders
-# them (``duckrank_fusion_order``). About 3x faster than the SQL form at
-# benchmarks/bench_fusion.py's sizes: one GROUP BY per query, not per (query, item), and no sort
-# of every row for the rank.
+# them (``duckrank_fusion_order``). About 2x faster than the SQL form end to end at
+# benchmarks/bench_fusion.py's sizes (10,000 queries: 2.2 s -> 1.0 s): one GROUP BY per query,
+# not per (query, item), and no sort of every row for the rank.
 
 # The fields of a laid-out row (fusion.c), as the records' SQL names them, in the struct's order
 # (the bit of each in the step's ``fields`` argument).
@@ -436,10 +451,14 @@ def _native_norms(method: FusionMethod) -> list[str]:
 
 
 def _native_condition(method: FusionMethod, item: str) -> str:
+    """The native branch's condition (``item``: an item of the branch's rows): the step loaded,
+    ``norm`` served, and items compared by their bytes: VARCHAR without a collation that makes
+    distinct texts equal (the SQL form groups and orders by the collation; the step by the
+    bytes) or an integer type."""
     norms = ", ".join(quote_literal(n) for n in _native_norms(method))
     types = ", ".join(quote_literal(t) for t in _NATIVE_ITEM_TYPES)
     return (f"duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ({norms}) "
-            f"AND typeof({item}) IN ({types})")
+            f"AND typeof({item}) IN ({types}) AND NOT {collates_sql(f'[{item}]')}")
 
 
 def _over_row(sql: str) -> str:
@@ -458,14 +477,15 @@ def _fields(method: FusionMethod) -> str:
         read = {"score", *read_always, *(_ROW_WORDS.findall(sql) if normalised else ())}
         return sum(1 << _ROW_FIELDS.index(field) for field in read)
 
-    cases = "".join(f" WHEN {quote_literal(n)} THEN {bits(NORMS[n].sql)}"
+    cases = "".join(f" WHEN {quote_literal(n)} THEN {bits(f'{NORMS[n].sql} {NORMS[n].defined}')}"
                     for n in _native_norms(method))
     return f"CAST(CASE CAST(norm AS VARCHAR){cases} END AS INTEGER)"
 
 
 def _row_value(method: FusionMethod) -> str:
-    norms = "".join(f" WHEN {quote_literal(n)} THEN {_over_row(NORMS[n].sql)}"
-                    for n in _native_norms(method))
+    norms = "".join(
+        f" WHEN {quote_literal(n)} THEN {_normalisation_sql(method.sql_name, NORMS[n], _over_row)}"
+        for n in _native_norms(method))
     normalised = f"CASE CAST(norm AS VARCHAR){norms} END"
     return re.sub(r"\bvalue\b", f"({normalised})", _over_row(method.value))
 

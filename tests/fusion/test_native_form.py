@@ -582,3 +582,46 @@ def test_layout_fills_only_the_fields_asked_for(nat) -> None:
     assert rows[(1, 2.0)] == {"system": 1, "score": 2.0, "s_count": 1, "s_min": 2.0,
                               "s_max": 2.0, **blank}
     assert sorted(layout["sizes"]) == [1, 2]
+
+
+@pytest.mark.parametrize("norm", ["zmuv", "sum", "min-max"])
+def test_overflowing_statistics_are_the_same_error_in_both_forms(norm) -> None:
+    """Scores of 1e308 and -1e308: their spread (min-max), sum of shifted scores (sum) and
+    squared deviations (zmuv) overflow a double. Both forms raise the same error (before, the
+    SQL form gave NaN and the native step 0.0 under zmuv; ranx gives 0.0, the true z-scores
+    are 1 and -1)."""
+    messages = []
+    for native_step in (True, False):
+        con = connect(functions=["fuse_sum"], native=native_step)
+        con.execute("CREATE TABLE huge AS SELECT * FROM (VALUES ('a', 1, 'x', 1e308), "
+                    "('a', 1, 'y', -1e308)) t(system, query, item, score)")
+        with pytest.raises(duckdb.Error) as caught:
+            con.execute(f"SELECT * FROM fuse_sum('huge', norm := '{norm}')").fetchall()
+        messages.append(str(caught.value).splitlines()[0])
+    assert messages[0] == messages[1]
+    assert (f"fuse_sum: the scores of a list of query 1 overflow the {norm} normalisation"
+            in messages[0])
+
+
+@pytest.mark.parametrize("collated", ["column", "session"])
+def test_collated_items_take_the_sql_form(collated) -> None:
+    """Items under a collation that makes distinct texts equal (NOCASE on the column, or the
+    session's default_collation) are grouped and ordered by it in the SQL form; the native
+    step compares bytes, so the macro takes the SQL form there and both connections agree.
+    Hand check (column case, norm none, CombSUM): 'X' (1.0) and 'x' (2.0) are one item, 3.0;
+    'B' (1.0) and 'b' (2.0) another, 3.0; ties by text descending under NOCASE."""
+    results = []
+    for native_step in (True, False):
+        con = connect(functions=["fuse_sum"], native=native_step)
+        item_type = "VARCHAR COLLATE nocase" if collated == "column" else "VARCHAR"
+        con.execute(f"CREATE TABLE coll (system VARCHAR, query INT, item {item_type}, "
+                    "score DOUBLE)")
+        con.execute("INSERT INTO coll VALUES ('a', 1, 'X', 1.0), ('b', 1, 'x', 2.0), "
+                    "('b', 1, 'B', 1.0), ('a', 1, 'b', 2.0)")
+        if collated == "session":
+            con.execute("SET default_collation = 'nocase'")
+        results.append(con.execute("SELECT query, score, rank FROM fuse_sum('coll', "
+                                   "norm := 'none') ORDER BY rank").fetchall())
+    assert results[0] == results[1]
+    if collated == "column":
+        assert results[0] == [(1, 3.0, 1), (1, 3.0, 2)]

@@ -68,6 +68,12 @@ def test_spark_fuses_as_duckdb(spark_session, fusion_con) -> None:
         spark_fusion.fuse(frame, "posfuse", "min-max", {"probs": {"s0": [0.5]}})
     with pytest.raises(ValueError, match="spark fuse: runs has .* not a finite number"):
         spark_fusion.fuse(frame.withColumn("score", frame.score * float("nan")), "sum")
+    # Scores whose standard deviation overflows (1e308 and -1e308: the squared deviations are
+    # infinite): an error as in the macros, not NaN or 0 (ranx gives 0.0 for both items).
+    huge = spark_session.createDataFrame(
+        [("s0", 1, "x", 1e308), ("s0", 1, "y", -1e308)], ["system", "query", "item", "score"])
+    with pytest.raises(Exception, match="overflow the zmuv normalisation"):
+        spark_fusion.fuse(huge, "sum", "zmuv").collect()
 
 
 def test_records_sql_in_spark_dialect() -> None:
@@ -79,3 +85,5 @@ def test_records_sql_in_spark_dialect() -> None:
         "CAST(NULL AS DOUBLE), (acc, x) -> coalesce(acc, 0) + x)")
     assert spark_fusion.spark_sql("len(list_filter([5, 15], lambda e: e <= p // 2))") == (
         "size(filter(array(5, 15), e -> e <= p  div  2))")
+    assert spark_fusion.spark_sql("isfinite(s_max - s_min)") == (
+        "1.7976931348623157E308 >= abs(s_max - s_min)")

@@ -20,7 +20,9 @@
  * of the two in that system's list; the rest is then empty), else NULL. `weights[s + 1]` is
  * system s's weight (NULL past its end). `fields` has bit i set for each field of the row struct
  * (0-based, in the order above) the caller reads: the others among weight and the statistics are
- * NULL, and without position, s_sum, s_mean and s_sd no list is sorted (NULL: every field).
+ * NULL, and without position, s_sum, s_mean and s_sd no list is sorted (a NULL in a row: every
+ * field; a NULL constant makes DuckDB return NULL without calling the function). The fields any
+ * row of a batch asks for are filled for every row of it (the macros ask the same of all).
  *
  *   duckrank_native_fusion_split(values DOUBLE[], sizes INTEGER[]) -> DOUBLE[][]
  *

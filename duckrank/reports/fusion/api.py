@@ -113,7 +113,7 @@ def fuse(
     if connection is not None and memory_limit is not None:
         raise ValueError("fuse: memory_limit applies to the connection fuse opens; with "
                          "connection=..., SET memory_limit on that connection")
-    con = connection if connection is not None else _connect(fusion, memory_limit)
+    con = connection if connection is not None else fusion_connection(fusion, memory_limit)
     long = long_runs(con, runs, system_column=system_column, query_column=query_column,
                      item_column=item_column, score_column=score_column)
     try:
@@ -135,7 +135,7 @@ def _method(name: str) -> FusionMethod:
         raise ValueError(f"fuse: {error}") from None
 
 
-def _connect(fusion: FusionMethod | None = None,
+def fusion_connection(fusion: FusionMethod | None = None,
              memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
     """A connection with the fusion macros (only ``fusion``'s when given: registering every
     duckrank function costs about a second), under ``memory_limit`` when given."""
@@ -148,7 +148,7 @@ def _connect(fusion: FusionMethod | None = None,
         # The TREC readers too: run files may be TREC.
         return connect(functions=[fusion.sql_name, "read_trec_run", "read_trec_qrels"],
                        config=config)
-    except duckdb.Error as error:
+    except duckdb.ParserException as error:  # DuckDB's word for a size it cannot read
         if memory_limit is None:
             raise
         raise ValueError(f"fuse: memory_limit must be a size as DuckDB writes it ('2GB', "

@@ -59,7 +59,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from duckrank.reports.fusion.api import fuse
+    from duckrank.reports.fusion.api import fuse, fusion_connection
 
     params: dict[str, Any] = dict(args.param)
     if args.weights is not None:
@@ -67,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
     if args.qrels is not None:
         from duckrank.reports.fusion.training import train_fusion
 
+        # Trained under --memory-limit too (checked here, before the training's work).
         training = train_fusion(args.runs, args.qrels, args.method,
+                                connection=fusion_connection(None, args.memory_limit),
                                 **({} if args.n_segments is None
                                    else {"n_segments": args.n_segments}))
         params.update(training.params)

@@ -24,7 +24,7 @@ import numpy as np
 
 from duckrank.fusion import FusionMethod, method, normalisation
 from duckrank.render.quoting import quote_literal
-from duckrank.reports.fusion.api import _connect, sql_arguments
+from duckrank.reports.fusion.api import fusion_connection, sql_arguments
 from duckrank.reports.fusion.inputs import drop, long_runs, sql_value
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ def optimize_fusion(
     from duckrank.evaluation import evaluate
 
     fusion = method if isinstance(method, FusionMethod) else _method(method)
-    con = connection if connection is not None else _connect()
+    con = connection if connection is not None else fusion_connection()
     long = long_runs(con, runs, system_column=system_column, query_column=query_column,
                      item_column=item_column, score_column=score_column)
     try:

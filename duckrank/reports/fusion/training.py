@@ -189,9 +189,9 @@ def train_fusion(
     if not fusion.supervised:
         raise ValueError(f"train_fusion: {method} is not a supervised method (those are: "
                          "posfuse, probfuse, segfuse, slidefuse, bayesfuse, mapfuse)")
-    from duckrank.reports.fusion.api import _connect
+    from duckrank.reports.fusion.api import fusion_connection
 
-    con = connection if connection is not None else _connect()
+    con = connection if connection is not None else fusion_connection()
     long = long_runs(con, runs, system_column=system_column, query_column=query_column,
                      item_column=item_column, score_column=score_column)
     views: list[str] = []
