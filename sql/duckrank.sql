@@ -770,13 +770,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -895,13 +895,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1020,13 +1020,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1145,13 +1145,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1270,13 +1270,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1395,13 +1395,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1521,13 +1521,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1646,13 +1646,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1771,13 +1771,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -1897,13 +1897,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -2023,13 +2023,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -2149,13 +2149,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -2750,13 +2750,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -2886,13 +2886,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL
@@ -3022,13 +3022,13 @@ duckrank_fusion_native_fused AS (
 SELECT query, item, score,
   row_number() OVER (PARTITION BY query ORDER BY score DESC, CAST(item AS VARCHAR) DESC) AS rank
 FROM duckrank_fusion_fused
-WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
+WHERE NOT (duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(item) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([item]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([item] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([item] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END))
 UNION ALL
 SELECT query, unnest(list_select(items, list_select(firsts, o))) AS item,
   unnest(list_select(scores, o)) AS score,
   CAST(generate_subscripts(o, 1) AS BIGINT) AS rank
 FROM duckrank_fusion_native_fused
-WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
+WHERE duckrank_fusion_native() AND CAST(norm AS VARCHAR) IN ('min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'none') AND typeof(items[1]) IN ('VARCHAR', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT', 'BIGNUM') AND NOT (CASE WHEN typeof([items[1]]) = 'VARCHAR[]' THEN cast_to_type('A', CAST([items[1]] AS VARCHAR[])[1]) = 'a' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' OR cast_to_type(chr(233), CAST([items[1]] AS VARCHAR[])[1]) = 'e' || chr(769) ELSE false END)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL FROM duckrank_fusion_checks WHERE NOT ok
 UNION ALL

@@ -30,7 +30,7 @@ from pathlib import Path
 from duckrank.fusion import METHODS, NORMALISATIONS, FusionMethod, Parameter
 from duckrank.fusion.normalisations import BY_NAME as NORMS
 from duckrank.fusion.record import Normalisation
-from duckrank.matching.sql import collates_sql
+from duckrank.matching.sql import INTEGER_TYPES, collates_sql
 from duckrank.render.quoting import quote_literal
 from duckrank.render.sections import with_section
 
@@ -425,9 +425,9 @@ _ROW_WORDS = re.compile(rf"\b({'|'.join(_ROW_FIELDS[1:])})\b")
 LAYOUT_TYPE = ("STRUCT(rows STRUCT(system INTEGER, score DOUBLE, weight DOUBLE, position BIGINT, "
                "s_count BIGINT, s_min DOUBLE, s_max DOUBLE, s_sum DOUBLE, s_mean DOUBLE, "
                "s_sd DOUBLE)[], sizes INTEGER[], firsts INTEGER[], duplicate INTEGER)")
-# Item types whose text is equal exactly when the items are (the step groups by the text).
-_NATIVE_ITEM_TYPES = ("VARCHAR", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
-                      "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT")
+# Item types whose text is equal exactly when the items are (the step groups by the text): the
+# integers' decimal text is canonical.
+_NATIVE_ITEM_TYPES = ("VARCHAR", *INTEGER_TYPES)
 # A combine's aggregates over one item's terms: ``g`` its values, ``gw`` its systems' weights.
 _OVER_GROUP = {"sum(value)": "list_sum(g)", "count(*)": "len(g)", "min(value)": "list_min(g)",
                "max(value)": "list_max(g)", "median(value)": "list_median(g)",
