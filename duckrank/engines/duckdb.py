@@ -10,7 +10,7 @@ Three kinds of things are registered:
 * TEMP macros of the registering connection: when the native matching step
   (``duckrank.matching.native``) is loaded, the native forms of the stored macros whose native
   form differs, which shadow them (the helpers through which the metric macros reach the
-  matching step, ``duckrank.matching.sql.native_step_macros``, and four graded macros); and
+  matching step, ``duckrank.matching.sql.native_step_macros``); and
   the macros that call Python (``python_udfs.session_statements``), because a stored macro
   calling Python would fail in a DuckDB without duckrank; with the native step loaded, those
   call its preference functions for the ids it handles. TEMP macros are private to one
@@ -287,13 +287,10 @@ def _register_udfs(con: duckdb.DuckDBPyConnection, udfs: Iterable[PythonUDF]) ->
 
 
 def _connection_statements(native: bool) -> list[str]:
-    """The macros a connection gets as TEMP macros. Their native forms refuse to run while the
-    hivemall schema is on the search path, whose functions of the same names they would hide."""
+    """The macros a connection gets as TEMP macros (``sql_statements``)."""
     from duckrank.render.macros import sql_statements
 
-    if not native:
-        return sql_statements()
-    return sql_statements(native=True, shadowing=(_hivemall.SCHEMA, frozenset(_hivemall.SUMMARIES)))
+    return sql_statements(native=native)
 
 
 def _macro_name(statement: str) -> str | None:
@@ -368,9 +365,8 @@ def register(
     once, on several connections, and again after a registration that failed half-way.
 
     ``hivemall=True`` puts the hivemall schema first on ``con``'s search path, so that
-    unqualified names resolve to Hivemall's aggregates. ``con`` then keeps main's stored SQL
-    forms: the TEMP native copies would take precedence over any schema on the search path
-    (DuckDB resolves TEMP macros first) and hide Hivemall's functions of the same names.
+    unqualified names resolve to Hivemall's aggregates. The native step's TEMP helper macros
+    hide none of them: their names are duckrank's own.
 
     ``functions`` (names of duckrank SQL functions) registers only those and the macros they
     call, as TEMP macros of ``con``, and stores nothing in the database: a command that needs 20
@@ -396,8 +392,9 @@ def register(
         # Nothing can be stored: main's macros become TEMP macros of this connection, and the
         # hivemall schema (which a TEMP catalog cannot hold) is unavailable.
         _run_in_transaction(con, _as_temp([*_connection_statements(use_native), version]))
-    elif use_native and not hivemall:
-        # TEMP copies of just the macros whose native form differs shadow the stored SQL ones.
+    elif use_native:
+        # TEMP copies of just the helper macros whose native form differs shadow the stored SQL
+        # ones.
         stored = set(statements)
         _run_in_transaction(con, catalog.native if statements == catalog.stored else _as_temp(
             [s for s in _connection_statements(True) if s not in stored]))

@@ -29,11 +29,13 @@ class PythonUDF:
     return_type: str
 
     def register(self, con: duckdb.DuckDBPyConnection) -> None:
+        # The connection parses the types: ``duckdb.sqltype`` would first open DuckDB's default
+        # in-memory database (about 20 ms of a start-up; issue 32).
         con.create_function(
             self.name,
             self.function,
-            [duckdb.sqltype(p) for p in self.parameters],
-            duckdb.sqltype(self.return_type),
+            [con.sqltype(p) for p in self.parameters],
+            con.sqltype(self.return_type),
             type="arrow",
             null_handling="special",
         )

@@ -442,21 +442,27 @@ def graded_match_sql(rec: str, truth: str, k: str, integer_keys: bool = False) -
     return top_grades_match_sql(top, f"map_values({truth})", k, bad)
 
 
-def native_graded_match_sql(rec: str, truth: str, k: str, integer_keys: bool = False) -> str:
-    """``graded_match_sql``'s value from the native step (its function ``duckrank_graded``: the
-    whole graded match) when rec holds VARCHAR or integer ids, else ``graded_match_sql`` itself,
-    over rec, truth and k bound once per row by a lambda over a one-element list (the arguments
-    may be expressions, which the SQL form's lambdas would evaluate again for every element).
-    DuckDB folds the choice per query. NULL when rec, truth or k is NULL, as the native step
-    gives it."""
+def bound_graded_match_sql(rec: str, truth: str, k: str, integer_keys: bool = False) -> str:
+    """``graded_match_sql`` over rec, truth and k bound once per row by a lambda over a
+    one-element list (the arguments may be expressions, which its lambdas would evaluate again
+    for every element); NULL when rec, truth or k is NULL, as the native step gives it."""
     row = f"struct_pack(rec := {rec}, truth := {truth}, cut := {k})"
+    return (
+        f"list_transform([{row}], lambda gr: CASE WHEN gr.rec IS NULL OR gr.truth IS NULL "
+        f"OR gr.cut IS NULL THEN NULL ELSE "
+        f"{graded_match_sql('gr.rec', 'gr.truth', 'gr.cut', integer_keys)} "
+        "END)[1]"
+    )
+
+
+def native_graded_match_sql(rec: str, truth: str, k: str, integer_keys: bool = False) -> str:
+    """``bound_graded_match_sql``'s value from the native step (its function
+    ``duckrank_graded``: the whole graded match) when rec holds VARCHAR or integer ids, else
+    ``bound_graded_match_sql`` itself. DuckDB folds the choice per query."""
     return (
         f"CASE WHEN typeof({rec}) IN ({_NATIVE_GRADED_IDS}) "
         f"THEN system.main.duckrank_graded({rec}, {truth}, {k}, current_setting('memory_limit')) "
-        f"ELSE list_transform([{row}], lambda gr: CASE WHEN gr.rec IS NULL OR gr.truth IS NULL "
-        f"OR gr.cut IS NULL THEN NULL ELSE "
-        f"{graded_match_sql('gr.rec', 'gr.truth', 'gr.cut', integer_keys)} "
-        "END)[1] END"
+        f"ELSE {bound_graded_match_sql(rec, truth, k, integer_keys)} END"
     )
 
 
@@ -583,10 +589,18 @@ def native_step_macros(native: bool) -> list[str]:
       as text (VARCHAR against VARCHAR, which the native step always takes), with n and without
       it (the SQL form spares the pass over truth for it).
     * ``duckrank_text_grades(rec, truth, k)``: the grades of the top K of VARCHAR ids from a
-      MAP(VARCHAR, DOUBLE) truth (``native_top_grades_sql``, ``top_grades_sql``)."""
+      MAP(VARCHAR, DOUBLE) truth (``native_top_grades_sql``, ``top_grades_sql``).
+    * ``duckrank_graded_match(rec, truth, k)`` and ``duckrank_graded_match_int`` (truth keyed by
+      integers, ``INTEGER_KEYS``): the graded match of a MAP truth (``native_graded_match_sql``,
+      ``bound_graded_match_sql``), which the graded metrics read (``inputs="grades"``)."""
+    graded = native_graded_match_sql if native else bound_graded_match_sql
+    bodies = {
+        "duckrank_graded_match(rec, truth, k)": graded("rec", "truth", "k"),
+        "duckrank_graded_match_int(rec, truth, k)": graded("rec", "truth", "k", integer_keys=True),
+    }
     if native:
         match = native_matched_sql("fn", "rec", "truth", "k")
-        bodies = {
+        bodies |= {
             "duckrank_native_ids(rec, truth)": native_handles_sql("rec", "truth"),
             "duckrank_native_match(fn, rec, truth, k)": match,
             "duckrank_text_match(fn, rec, truth, k)": match,
@@ -594,7 +608,7 @@ def native_step_macros(native: bool) -> list[str]:
             "duckrank_text_grades(rec, truth, k)": native_top_grades_sql("rec", "truth", "k"),
         }
     else:
-        bodies = {
+        bodies |= {
             "duckrank_native_ids(rec, truth)": "false",
             "duckrank_native_match(fn, rec, truth, k)": f"CAST(NULL AS {_MATCH_TYPE})",
             "duckrank_text_match(fn, rec, truth, k)": matched_sql("rec", "truth", "k"),

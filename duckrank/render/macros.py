@@ -6,8 +6,7 @@ rewrites that file; a test checks it is current). With ``native=True`` the binar
 through duckrank's native step (``duckrank.matching.native``) for the id types it handles and
 through the SQL form for the others; the metric's formula is the same text in both. The metric
 macros reach the native step through a few helper macros (``native_step_macros``), so that only
-those differ between the two registrations (and the four graded macros over MAP truth, whose
-native form is shaped differently: ``_truth_grades_body``).
+those differ between the two registrations.
 """
 
 from __future__ import annotations
@@ -23,11 +22,9 @@ from duckrank.matching.sql import (
     converted_matched_sql,
     cutoff_sql,
     first_field_grades_sql,
-    graded_match_sql,
     hits_graded_match_sql,
     id_pair_sql,
     matched_sql,
-    native_graded_match_sql,
     native_step_macros,
     relevant_grade_sql,
     relevant_keys_sql,
@@ -291,23 +288,21 @@ def _body_over_graded_match(
 def _truth_grades_body(metric: Metric, native: bool, integer_keys: bool = False) -> str:
     """``inputs="grades"``: a graded metric over the grades that truth, a MAP item -> grade or a
     LIST (grade 1 each), gives rec's items (``integer_keys``: the MAP(BIGINT, DOUBLE) overload).
-    With ``native``, the MAP form matches through the native step
-    (``native_graded_match_sql``), which also finds a bad grade, n and the ideal list; the LIST
-    form matches through the ``duckrank_matched`` helper (``_helper_macros``), which gives n with
+    The MAP form matches through the ``duckrank_graded_match`` helpers (``native_step_macros``:
+    the native step where it is loaded), which also find a bad grade, n and the ideal list; the
+    LIST form through the ``duckrank_matched`` helper (``_helper_macros``), which gives n with
     the hit positions: n counts distinct items as the match compares them (a collation
-    included)."""
+    included). Either way the text is the same with and without ``native``: a connection gets
+    TEMP copies of the helpers only (a TEMP copy of ndcg's overloads was 40 KB of SQL to parse
+    on every connect)."""
     name = f"'{metric.name}'"
     cut = f"duckrank_cutoff({name}, rec, k)"
-    if metric.truth_type and native:  # a MAP: item -> grade
+    if metric.truth_type:  # a MAP: item -> grade
+        helper = "duckrank_graded_match_int" if integer_keys else "duckrank_graded_match"
         return _body_over_graded_match(
-            metric, match=native_graded_match_sql("rec", "truth", cut, integer_keys),
+            metric, match=f"{helper}(rec, truth, {cut})",
             bad_grade=bad_grade_at_sql(name, "truth", "g.bad"), bind_row=False, cast_truth=True,
             default_first=True,
-        )
-    if metric.truth_type:
-        return _body_over_graded_match(
-            metric, match=graded_match_sql("r.rec", "r.truth", "r.cut", integer_keys),
-            bad_grade=bad_grade_at_sql(name, "r.truth", "g.bad"),
         )
     # A LIST: grade 1 for each item; the hit positions and n come from one match of the row,
     # bound once by a lambda over a one-element list.
@@ -368,22 +363,6 @@ GEOMEAN_MACRO = (
 )
 
 
-def _shadow_guard(name: str, schema: str, body: str) -> str:
-    """``body``, or an error when ``schema`` is on the search path. The native forms are TEMP
-    macros, which DuckDB resolves before every schema on the search path: a query meant for
-    ``schema``'s function of the same name would get this one, with other rules, in silence.
-    ``current_setting`` is a constant of the query, so the check costs nothing per row."""
-    message = quote_literal(
-        f"{name}: the search path names the {schema} schema, but this connection's native "
-        f"copy of main.{name} takes precedence over it; register the connection with "
-        f"duckrank.register(con, {schema}=True), or write {schema}.{name}"
-    )
-    return (
-        f"CASE WHEN current_setting('search_path') ILIKE '%{schema}%' THEN error({message}) "
-        f"ELSE {body} END"
-    )
-
-
 def _overloads(metric: Metric, native: bool) -> list[tuple[str, str]]:
     """(parameters, body) of the record's overload, and for a graded record over MAP truth of a
     second one for integer ids and MAP(BIGINT, DOUBLE) truth (``INTEGER_KEYS``): DuckDB would
@@ -401,18 +380,10 @@ def _overloads(metric: Metric, native: bool) -> list[tuple[str, str]]:
     return [(f"{args}, k := 'all'{options}", body) for args, body in forms]
 
 
-def metric_macro(
-    overloads: list[Metric], native: bool = False,
-    shadowing: tuple[str, frozenset[str]] | None = None,
-) -> str:
-    """One CREATE MACRO for all the records that share a name. ``shadowing``: see
-    ``sql_statements``; it applies only where the native form differs from the stored one (a
-    TEMP macro of this name is then created)."""
+def metric_macro(overloads: list[Metric], native: bool = False) -> str:
+    """One CREATE MACRO for all the records that share a name."""
     forms = [form for m in overloads for form in _overloads(m, native)]
     name = overloads[0].name
-    if (native and shadowing is not None and name in shadowing[1]
-            and forms != [form for m in overloads for form in _overloads(m, False)]):
-        forms = [(args, _shadow_guard(name, shadowing[0], body)) for args, body in forms]
     return f"CREATE OR REPLACE MACRO {name}" + ",\n  ".join(
         f"({args}) AS {body}" for args, body in forms
     )
@@ -428,13 +399,12 @@ def metric_comment(overloads: list[Metric]) -> str:
     return f"COMMENT ON MACRO {overloads[0].name} IS {quote_literal(text)}"
 
 
-def sql_statements(
-    native: bool = False, shadowing: tuple[str, frozenset[str]] | None = None
-) -> list[str]:
+def sql_statements(native: bool = False) -> list[str]:
     """Every statement duckrank runs to register its macros, in order: pure SQL, or with
-    ``native`` (the native step must be loaded) matching natively where it can. ``shadowing``,
-    (schema, names), makes those names fail while that schema is on the search path (for the
-    native forms, which are TEMP macros: see ``_shadow_guard``)."""
+    ``native`` (the native step must be loaded) matching natively where it can. The two differ
+    in the helper macros only (``native_step_macros``, ``fusion.native_step_macros``): a
+    connection gets TEMP copies of those, which shadow no function of another schema (the
+    hivemall schema's names included)."""
     statements = [
         *_helper_macros(native),
         GEOMEAN_MACRO,
@@ -448,7 +418,7 @@ def sql_statements(
         if metric.kind.engine == "sql":
             by_name.setdefault(metric.name, []).append(metric)
     for overloads in by_name.values():
-        statements += [metric_macro(overloads, native, shadowing), metric_comment(overloads)]
+        statements += [metric_macro(overloads, native), metric_comment(overloads)]
     # After the metric macros: gauc calls auc and lauc, which DuckDB binds at creation.
     statements += pointwise.MACROS
     return statements

@@ -647,8 +647,8 @@ def test_schema_works_in_plain_duckdb_from_a_database_file(tmp_path):
 
 @pytest.mark.parametrize("database", [":memory:", "file"])
 def test_hivemall_names_win_on_native_connections(tmp_path, database):
-    """duckrank's native TEMP copies of main's macros would take precedence over any schema on
-    the search path; connect(hivemall=True) keeps them off that connection. The guide's table
+    """connect(hivemall=True) puts the hivemall schema first; the native step's TEMP helper
+    macros, which come before every schema, have none of its names. The guide's table
     (seed 001): recall@2 of its two users is 1/3 each, one aggregate row; main's scalar would
     give a row per user."""
     path = database if database == ":memory:" else str(tmp_path / "hm.duckdb")
@@ -662,21 +662,26 @@ def test_hivemall_names_win_on_native_connections(tmp_path, database):
             (0.3333333333333333,)]
 
 
-def test_a_bare_search_path_on_a_native_connection_gives_hivemalls_function_or_an_error():
-    """With 'hivemall,main' set by hand on a native connection, a name resolves as the search
-    path says where main's macro is stored alone (the native step is reached through TEMP helper
-    macros: recall_at is Hivemall's aggregate); where the connection holds a TEMP copy of main's
-    function (the graded macros over MAP truth), that copy would come before every schema, with
-    one value per row where the user asked for Hivemall's aggregate: it is an error naming the
-    fix."""
+def test_a_bare_search_path_on_a_native_connection_gives_hivemalls_functions():
+    """With 'hivemall,main' set by hand on a native connection, every name resolves as the search
+    path says: the native step is reached through TEMP helper macros whose names are duckrank's
+    own, and no TEMP macro of the connection has a name of the hivemall schema (a TEMP macro
+    comes before every schema: it would answer per row where the user asked for Hivemall's
+    aggregate). Two rows, one aggregate row each: Hivemall's recall@2 of one row (1 hit of 3),
+    and its ndcg@2 averaged over ([1], [1]) (1.0) and ([2], [1]) (0.0)."""
     with duckrank.connect() as con:
+        temp = {name for (name,) in con.execute(
+            "SELECT function_name FROM duckdb_functions() WHERE database_name = 'temp'"
+        ).fetchall()}
+        assert "duckrank_graded_match" in temp
+        hivemall_names = {name for (name,) in con.execute(
+            "SELECT function_name FROM duckdb_functions() WHERE schema_name = 'hivemall'"
+        ).fetchall()}
+        assert hivemall_names and not temp & hivemall_names
         con.execute("SET search_path = 'hivemall,main'")
-        # Hivemall's recall of one row, 1 hit of 3 in the top 2
         assert con.execute("SELECT recall_at([1, 3, 2, 6], [1, 2, 4], 2)").fetchall() == [
             (1 / 3,)]
-        with pytest.raises(duckdb.InvalidInputException,
-                           match=r"ndcg: the search path names the hivemall schema.*"
-                                 r"duckrank.register\(con, hivemall=True\)"):
-            con.execute("SELECT ndcg([1, 3, 2, 6], [1, 2, 4], 2)").fetchall()
+        assert con.execute("SELECT ndcg(rec, truth, 2) FROM (VALUES ([1], [1]), ([2], [1])) "
+                           "t(rec, truth)").fetchall() == [(0.5,)]
         assert con.execute("SELECT hivemall.recall_at([1, 3, 2, 6], [1, 2, 4], 2)").fetchall() == [
             (1 / 3,)]
