@@ -373,18 +373,29 @@ def register(
     of duckrank's functions registers in a tenth of the time. A name duckrank does not define is
     a ``ValueError``; so is ``hivemall=True`` with ``functions``.
     """
+    return _register(con, native=native, hivemall=hivemall, functions=functions,
+                     new_database=False)
+
+
+def _register(
+    con: duckdb.DuckDBPyConnection, *, native: bool, hivemall: bool,
+    functions: Iterable[str] | None, new_database: bool,
+) -> duckdb.DuckDBPyConnection:
+    """``register``; ``new_database``: ``con``'s database was created just now, in memory, so it
+    is writable and holds no duckrank macros (asking costs 5 ms: DuckDB's error for the missing
+    version macro lists the names it resembles)."""
     if functions is not None:
         if hivemall:
             raise ValueError("register: hivemall=True needs every function stored in the "
                              "database; leave functions out")
         return _register_functions(con, native, functions)
-    read_only = _read_only(con)
+    read_only = not new_database and _read_only(con)
     catalog = _catalog()
     statements, build = _macro_statements()
     version = _version_statement(build)
     with _SHARED_STATE:
         use_native = native and _native.load(con)
-        installed = None if read_only else _installed_version(con)
+        installed = None if read_only or new_database else _installed_version(con)
         if not read_only and installed != build:
             _store(con, catalog, statements, version, installed)
         _register_udfs(con, catalog.udfs)
@@ -427,5 +438,6 @@ def connect(
     if native and _native.library_path() is not None:
         config = {"allow_unsigned_extensions": "true", **duckdb_kwargs.pop("config", {})}
         duckdb_kwargs["config"] = config
-    return register(duckdb.connect(database, **duckdb_kwargs), native=native, hivemall=hivemall,
-                    functions=functions)
+    # ":memory:" opens a new database each time (a named one, ":memory:name", may be shared).
+    return _register(duckdb.connect(database, **duckdb_kwargs), native=native, hivemall=hivemall,
+                     functions=functions, new_database=database == ":memory:")
