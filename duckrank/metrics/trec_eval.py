@@ -576,6 +576,14 @@ INFAP_SQL = (
     "0.0) / {n} END"
 )
 
+# The ranks of positive gain in the top K, in rank order: ``_positive``'s pass over it, which
+# duckrank trec_eval reads from its judged match instead (``duckrank.render.trec_eval``).
+POSITIVE_RANKS = (
+    "list_filter(list_transform({gains}, lambda x, i: CASE WHEN x > 0 THEN i END), "
+    "lambda i: i IS NOT NULL)"
+)
+
+
 def _positive(term: bool) -> str:
     """The ranks q of positive gain in rank order, each with its gain g (and with ``term`` its
     DCG term t): the ranks from one pass over the top K, their gains picked by list_select
@@ -584,8 +592,7 @@ def _positive(term: bool) -> str:
     formulas below loop over the ranks of positive gain, not over all K."""
     fields = "q := z[1], g := z[2]" + (", t := z[2] / log2(z[1] + 1)" if term else "")
     return (
-        "list_transform([list_filter(list_transform({gains}, lambda x, i: CASE WHEN x > 0 THEN i "
-        "END), lambda i: i IS NOT NULL)], lambda rs: list_transform(list_zip(rs, "
+        f"list_transform([{POSITIVE_RANKS}], lambda rs: list_transform(list_zip(rs, "
         f"list_select({{gains}}, rs)), lambda z: struct_pack({fields})))[1]"
     )
 

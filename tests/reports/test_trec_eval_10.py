@@ -16,6 +16,7 @@ Where the expected lines come from:
 
 from __future__ import annotations
 
+import functools
 import shlex
 from pathlib import Path
 
@@ -31,7 +32,10 @@ from trec_eval_oracle import (
 )
 
 import duckrank
-from duckrank.reports.trec_eval import trec_eval, trec_eval_lines
+from duckrank.files import trec as trec_files
+from duckrank.metrics.trec_eval import POSITIVE_RANKS
+from duckrank.render.trec_eval import JUDGED, formula_macro, judged_fields
+from duckrank.reports.trec_eval import command, trec_eval, trec_eval_lines
 
 DATA = Path(__file__).parent / "data"
 UPSTREAM = DATA / "trec_eval_10_test"
@@ -357,3 +361,82 @@ def test_prefs_errors(tmp_path: Path, lines: list[str], requests: list[str],
     ranking = _write(tmp_path / "r", ["q1 Q0 d1 1 1 t"])
     with pytest.raises((ValueError, duckdb.Error), match=message):
         trec_eval(judgments, ranking, requests, rel_info_format="prefs")
+
+
+@pytest.mark.parametrize("flags", [{}, {"complete": True}, {"per_query": True, "max_docs": 1}])
+@pytest.mark.parametrize("requests", [["official"], ["all_trec"], ["P.5"]])
+def test_a_document_judged_twice_is_trec_evals_error(tmp_path: Path, flags: dict,
+                                                     requests: list[str]) -> None:
+    """trec_eval 10's per-query table says which queries judge a document twice (no pass over
+    the qrels before it): the error names the first such query and document, also of a query
+    the run lacks, where the MAPs of the judgments the graded measures read would have failed
+    with DuckDB's bare "Map keys must be unique"."""
+    qrels = _write(tmp_path / "q", ["1 0 a 1", "2 0 c 1", "2 0 b 1", "2 0 b 0", "3 0 d 1",
+                                    "3 0 d 2"])
+    ranking = _write(tmp_path / "r", ["1 Q0 a 1 2 t", "2 Q0 b 1 2 t"])
+    with pytest.raises(ValueError, match="the qrels file '.*q' judges document 'b' twice for "
+                                         "query '2'"):
+        trec_eval(qrels, ranking, requests, **flags)
+
+
+def test_the_native_ranking_is_the_sql_one(tmp_path: Path) -> None:
+    """With the native step, a query's ranking is duckrank_top_k's heap; without it,
+    to_ordered_list's sort: the same documents in the same order (score descending, ties by
+    document id descending as bytes), also under -M and --compat 9.0.8's C floats."""
+    rows = [f"1 Q0 d{i % 7}{'x' * (i % 3)}{i} {i} {[1.5, 2.0, 0.0, -0.0, 1e300][i % 5]} t"
+            for i in range(40)] + ["1 Q0 long-document-id-beyond-twelve-bytes 41 2.0 t",
+                                   "1 Q0 b 42 1.00000001 t", "1 Q0 c 43 inf t"]
+    qrels = _write(tmp_path / "q", ["1 0 d00 1", "1 0 b 1", "1 0 c 2", "1 0 d11 0"])
+    ranking = _write(tmp_path / "r", rows)
+    for flags in ({}, {"max_docs": 7}, {"compat": "9.0.8"}):
+        # (--compat 9.0.8's relstring has its default length only)
+        relstring = "relstring" if flags.get("compat") else "relstring.60"
+        requests = [relstring, "P.1,2,3,5,10", "map", "bpref"]
+        native = duckrank.connect()
+        plain = duckrank.connect(native=False)
+        try:
+            assert (trec_eval_lines(qrels, ranking, requests, connection=native, per_query=True,
+                                    **flags)
+                    == trec_eval_lines(qrels, ranking, requests, connection=plain,
+                                       per_query=True, **flags))
+        finally:
+            native.close()
+            plain.close()
+
+
+@pytest.mark.parametrize(("data", "expected"), [
+    (b"1 0 caf\xc3\xa9 1\n", "utf-8"), (b"1 0 caf\xe9 1\n", "latin-1"),
+    (b"1 0 \xe2\x82\xac 1\n", "utf-8"), (b"1 0 \xe2\x82 1\n", "latin-1"),
+    (b"1 0 a 1\xc3", "latin-1"), (b"1 0 a 1\n", "utf-8"), (b"", "utf-8"),
+    # An ASCII block inside a character: skipped, the bytes around it would make one.
+    (b"1 0 \xe2ab\x82\xac 1\n", "latin-1"),
+])
+@pytest.mark.parametrize("block", [1, 2, 3, 4, 7, 1 << 20])
+def test_the_encoding_check_skips_ascii_blocks_only(tmp_path: Path, monkeypatch, data: bytes,
+                                                    expected: str, block: int) -> None:
+    """A block of ASCII bytes is not decoded, unless the block before ends inside a character
+    (a character cut between blocks at every place)."""
+    monkeypatch.setattr(trec_files, "_CHECK_BLOCK", block)
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    assert trec_files.encoding(str(path)) == expected
+
+
+def test_the_command_ranks_without_the_native_step(tmp_path: Path, monkeypatch) -> None:
+    """The command's own connection registers to_ordered_list only where the native step did
+    not load (its rankings are duckrank_top_k's otherwise): the same lines either way."""
+    qrels = _write(tmp_path / "q", ["1 0 a 1", "1 0 b 0", "2 0 c 2"])
+    ranking = _write(tmp_path / "r", ["1 Q0 a 1 1.5 t", "1 Q0 b 2 1.5 t", "1 Q0 c 3 2 t",
+                                      "2 Q0 c 1 0.5 t", "2 Q0 d 2 0.7 t"])
+    native = trec_eval_lines(qrels, ranking, ["official"], per_query=True)
+    monkeypatch.setattr(command, "connect", functools.partial(command.connect, native=False))
+    assert trec_eval_lines(qrels, ranking, ["official"], per_query=True) == native
+
+
+def test_the_graded_judged_formulas_read_the_ranks_of_positive_gain_once() -> None:
+    """G, ndcg_rel and Rndcg each pass over the gains for the ranks of positive gain; the
+    command's formula macros read them from the judged match's gpos, computed once per query."""
+    for name in ("normalized_gain", "ndcg_rel", "rndcg"):
+        assert POSITIVE_RANKS in JUDGED[name].sql
+        assert "gpos" in judged_fields(name)
+        assert "CASE WHEN x > 0 THEN i END" not in formula_macro(name)

@@ -16,8 +16,7 @@ from typing import Any
 
 import duckdb
 
-from duckrank.engines.duckdb import connect
-from duckrank.evaluation import float_score_sql
+from duckrank.engines.duckdb import connect, register
 from duckrank.files.trec import LATIN1, UTF8, check_order, encoding, file_paths, first_blank_line
 from duckrank.matching import native as _native
 from duckrank.matching.sql import native_top_grades_sql, top_grades_sql
@@ -245,7 +244,8 @@ def _distinct(ids: str) -> str:
 
 def _judgments_sql(options: Options, built: str, only: str) -> str:
     """The judged CTE's query: per query, the relevant documents (REL), the truths ``built``
-    (the MAPs the measures read), -J's judged ids; with -R qrels_jg, one list of relevant
+    (the MAPs the measures read), -J's judged ids, whether a document is judged twice
+    (``JUDGED_TWICE``, when ``_folds_judged_check``); with -R qrels_jg, one list of relevant
     documents per judgment group (the iteration field), in the groups' order
     (get_qrels_jg.c sorts them)."""
     qrels = f"read_trec_qrels($qrels, file_encoding := $encoding){only}"
@@ -255,12 +255,28 @@ def _judgments_sql(options: Options, built: str, only: str) -> str:
   SELECT query, list({REL} ORDER BY jg) AS {GROUPS}, []::VARCHAR[] AS {REL}
   FROM (SELECT query, iteration AS jg, {relevant} AS {REL} FROM {qrels} GROUP BY query, jg)
   GROUP BY query"""
-    judged_ids = (f",\n         coalesce(list(item) FILTER (WHERE grade >= 0), []::VARCHAR[]) "
-                  f"AS {JUDGED_IDS}" if options.judged_only else "")
+    extra = (f",\n         coalesce(list(item) FILTER (WHERE grade >= 0), []::VARCHAR[]) "
+             f"AS {JUDGED_IDS}" if options.judged_only else "")
+    if _folds_judged_check(options):
+        extra += f",\n         {TWICE} AS {JUDGED_TWICE}"
     return f"""
   SELECT query,{built}
-         {relevant} AS {REL}{judged_ids}
+         {relevant} AS {REL}{extra}
   FROM {qrels} GROUP BY query"""
+
+
+# Whether a query's judgments name a document twice (an aggregate of the judged CTE), and the
+# column that carries it to the per-query table.
+TWICE, JUDGED_TWICE = "count(*) > count(DISTINCT item)", "duckrank_judged_twice"
+
+
+def _folds_judged_check(options: Options) -> bool:
+    """Whether the per-query table says which queries judge a document twice, in place of a
+    pass over the qrels before it (``_check_judged_once``; 25 ms at 200,000 judgments): where
+    it holds every query of the qrels (a LEFT JOIN from them, no -D 0.QID) and a document is
+    judged once per query (not -R qrels_jg's once per judgment group)."""
+    return (options.rel_info_format == QRELS and options.only_query is None
+            and (options.complete or options.compat == COMPAT_10))
 
 
 def _only(options: Options) -> str:
@@ -268,12 +284,15 @@ def _only(options: Options) -> str:
     return " WHERE query = $only_query" if options.only_query is not None else ""
 
 
-# The judged match's inputs, built with the judgments: each judged document's code (a MAP: 2
-# relevant, 1 judged non-relevant, -1 a negative grade), truth's judged non-relevant documents
-# and its positive grades, largest first; and the grades and codes of the ranking's documents
-# (0 unjudged), bound once per query.
-CODES, NONREL_COUNT, IDEAL = "duckrank_codes", "duckrank_nn", "duckrank_ideal"
-RANKED_GRADES, RANKED_CODES = "duckrank_ranked_grades", "duckrank_ranked_codes"
+# The judged match's inputs, built with the judgments: the ids of truth's judged non-relevant
+# documents (grade 0 or more, below -l) and of its documents of negative grade, its judged
+# non-relevant documents' count and its positive grades, largest first; and, bound once per
+# query, the grades of the ranking's documents (0 unjudged) and the ranks of its relevant and of
+# its judged non-relevant documents.
+NONREL, POOL = "duckrank_nonrel", "duckrank_pool"
+NONREL_COUNT, IDEAL = "duckrank_nn", "duckrank_ideal"
+RANKED_GRADES = "duckrank_ranked_grades"
+POS_RANKS, NONREL_RANKS = "duckrank_pos_ranks", "duckrank_nonrel_ranks"
 
 
 def _reads(sql: str, column: str) -> bool:
@@ -288,38 +307,73 @@ def _ranks(values: str, test: str) -> str:
             "lambda i: i IS NOT NULL)")
 
 
-def _judged_match_sql(source: str, fields: frozenset[str], native: bool) -> str:
-    """``source`` (the per-query lists) with the query's judged match (``JUDGED_MATCH``): the
-    STRUCT of the ``fields`` its formulas read, over the whole ranking. The grades of its
-    documents and their codes each come from one lookup per document in a hash table of the
-    judgments (the native step, when loaded), the ranks of each kind from one pass over them.
-    (Relevant means grade >= -l, which is 0 or more: ``relevant_grade_sql`` with min_grade -l.)"""
+def _judged_match_sql(source: str, fields: frozenset[str], native: bool,
+                      matched: bool) -> str:
+    """``source`` (the per-query lists; ``matched``: with the query's match, ``MATCH``) with the
+    query's judged match (``JUDGED_MATCH``): the STRUCT of the ``fields`` its formulas read,
+    over the whole ranking. The grades of its documents come from one lookup per document in a
+    hash table of the judgments (the native step, when loaded), the ranks of positive grade from
+    one pass over them; the ranks of the relevant, judged non-relevant and negative-grade
+    documents from binary matches against their ids (REL, NONREL, POOL), sorted, the judged ones
+    the union of the first two: no MAP of codes to build and look up, nor a pass over the
+    ranking per kind (trec_eval's default measures, whose bpref reads them, took 0.1 s less
+    CPU at 1,000,000 run lines). (Relevant means grade >= -l, which is 0 or more:
+    ``relevant_grade_sql`` with min_grade -l.)"""
     lookup = native_top_grades_sql if native else top_grades_sql
     k = f"len({REC})"
+
+    def ranks(truth: str) -> str:
+        return f"list_sort(duckrank_matched('trec_eval', {REC}, {truth}, {k}).pos)"
+
     values = {
         "K": k, "cut": k, "gains": RANKED_GRADES, "n": f"len({REL})", "nn": NONREL_COUNT,
         "ideal": IDEAL, "gpos": _ranks(RANKED_GRADES, "x > 0"),
         "ggrades": f"list_filter({RANKED_GRADES}, lambda x: x > 0)",
-        "pos": _ranks(RANKED_CODES, "x = 2"), "nonrel": _ranks(RANKED_CODES, "x = 1"),
-        "judged": _ranks(RANKED_CODES, "x > 0"), "pool": _ranks(RANKED_CODES, "x < 0"),
+        "pos": POS_RANKS, "nonrel": NONREL_RANKS,
+        "judged": f"list_sort(list_concat({POS_RANKS}, {NONREL_RANKS}))", "pool": ranks(POOL),
     }
     packed = ", ".join(f"{field} := {values[field]}" for field in sorted(fields))
-    bound = "".join(f", {lookup(REC, truth, k)} AS {name}"
-                    for name, truth in ((RANKED_GRADES, GRADES), (RANKED_CODES, CODES))
-                    if name in packed)
+    bindings = {RANKED_GRADES: lookup(REC, GRADES, k),
+                POS_RANKS: f"list_sort({MATCH}.pos)" if matched else ranks(REL),
+                NONREL_RANKS: ranks(NONREL)}
+    bound = "".join(f", {sql} AS {name}" for name, sql in bindings.items()
+                    if _reads(packed, name))
     return (f"(SELECT *, struct_pack({packed}) AS {JUDGED_MATCH} FROM (SELECT *{bound} FROM "
             f"{source}))")
 
 
+# The largest k duckrank_top_k takes (topk.c: its heap counts in 32 bits); no query's ranking
+# is longer.
+TOP_K_LIMIT = 2**32 - 1
+
+
+def _ranking_sql(score: str, max_docs: int | None, native: bool) -> str:
+    """The aggregate of a query's ranking: its documents by ``score`` (SQL), highest first, ties
+    by document id, descending; the first ``max_docs`` (-M) when given. With the native step,
+    its aggregate duckrank_top_k, which keeps (score, id) pairs in a heap: the same list as
+    to_ordered_list's sort of STRUCTs, in 0.32 s of CPU against 0.39 s for the 1,000,000 lines
+    read and ranked (the scores cast to DOUBLE: --compat 9.0.8's FLOAT ones keep their order)."""
+    if native:
+        k = min(max_docs, TOP_K_LIMIT) if max_docs is not None else TOP_K_LIMIT
+        return f"system.main.duckrank_top_k(item, CAST({score} AS DOUBLE), {k})"
+    cut = f"[1:{int(max_docs)}]" if max_docs is not None else ""
+    return f"to_ordered_list(item, {score}, '-reverse'){cut}"
+
+
 def _per_query_sql(values: Sequence[Value], options: Options, native: bool) -> str:
     """The per-query table's query (``native``: whether the native matching step is loaded)."""
-    cut = f"[1:{int(options.max_docs)}]" if options.max_docs is not None else ""
     # trec_eval 10 stops at a qrels query the run lacks unless -c (``_check_all_ranked``).
     join = "LEFT JOIN" if options.complete or options.compat == COMPAT_10 else "JOIN"
     columns = ",\n       ".join(f"{sql} AS m{i}" for i, sql in enumerate(
         _columns(values, options)[0]))
     # trec_eval 10 reads the score as a double (get_trec_results.c: atof), 9.0.8 as a float.
-    score = float_score_sql("score") if options.compat == COMPAT_9 else "score"
+    score = "score"
+    if options.compat == COMPAT_9:
+        # Imported here: duckrank.evaluation's modules take 20 ms to import, which every
+        # trec_eval 10 command would pay for nothing.
+        from duckrank.evaluation import float_score_sql
+
+        score = float_score_sql(score)
     ranking = f"coalesce({REC}, []::VARCHAR[])"
     if options.judged_only:
         # -J: the documents of the first N (-M) with a judgment of grade >= 0, in their order
@@ -328,20 +382,27 @@ def _per_query_sql(values: Sequence[Value], options: Options, native: bool) -> s
     # The matches, once per query, for the formulas that read them (a column of a subquery, so
     # that DuckDB computes it once however many measures read it).
     lists = "lists"
-    if _reads(columns, MATCH):
+    matched = _reads(columns, MATCH)
+    if matched:
         lists = (f"(SELECT *, duckrank_matched('trec_eval', {REC}, {REL}, len({REC})) AS {MATCH} "
                  f"FROM {lists})")
     if _reads(columns, JUDGED_MATCH):
-        lists = _judged_match_sql(lists, judged_match_fields(values), native)
+        lists = _judged_match_sql(lists, judged_match_fields(values), native, matched)
     # Only the truths the measures read: a MAP of every judgment costs a third of the time of
     # trec_eval's default measures, which need none.
     relevant = "grade >= $level"
+    # A MAP of judgments fails on a document judged twice, with DuckDB's bare "Map keys must be
+    # unique" naming no file, query or document: NULL there, and _check_judged_once says it.
+    unique = (f"CASE WHEN {TWICE} THEN NULL ELSE {{}} END" if _folds_judged_check(options)
+              else "{}")
     truths = {
-        GRADES: "map_from_entries(list({'key': item, 'value': grade::DOUBLE}))",
-        GAINS: "map_from_entries(list({'key': item, 'value': greatest(grade, 0)::DOUBLE}))",
-        CODES: ("map_from_entries(list({'key': item, 'value': (CASE WHEN grade < 0 THEN -1 "
-                f"WHEN {relevant} THEN 2 ELSE 1 END)::DOUBLE}}))"),
+        GRADES: unique.format("map_from_entries(list({'key': item, 'value': grade::DOUBLE}))"),
+        GAINS: unique.format("map_from_entries(list({'key': item, 'value': "
+                             "greatest(grade, 0)::DOUBLE}))"),
         NONREL_COUNT: f"count(*) FILTER (WHERE grade >= 0 AND NOT {relevant})",
+        NONREL: (f"coalesce(list(item) FILTER (WHERE grade >= 0 AND NOT {relevant}), "
+                 "[]::VARCHAR[])"),
+        POOL: "coalesce(list(item) FILTER (WHERE grade < 0), []::VARCHAR[])",
         IDEAL: ("coalesce(list(grade::DOUBLE ORDER BY grade DESC) FILTER (WHERE grade > 0), "
                 "[]::DOUBLE[])"),
         JUDGMENTS: "count(*)",
@@ -349,13 +410,16 @@ def _per_query_sql(values: Sequence[Value], options: Options, native: bool) -> s
     read_names = [name for name in truths if _reads(columns + lists, name)]
     built = "".join(f"\n         {truths[name]} AS {name}," for name in read_names)
     read = "".join(f", {name}" for name in read_names)
+    if _folds_judged_check(options):
+        read += f", {JUDGED_TWICE}"
     only = _only(options)
     judgments = _judgments_sql(options, built, only)
     if options.rel_info_format == QRELS_JG:
         read += f", {GROUPS}"
+    twice = f" {JUDGED_TWICE}," if _folds_judged_check(options) else ""
     return f"""
 WITH ranked AS (
-  SELECT query, to_ordered_list(item, {score}, '-reverse'){cut} AS {REC}
+  SELECT query, {_ranking_sql(score, options.max_docs, native)} AS {REC}
   FROM read_trec_run($run, file_encoding := $encoding){only} GROUP BY query
 ),
 judged AS ({judgments}
@@ -365,7 +429,7 @@ lists AS (
          {ranking} AS {REC}, {REL}{read}
   FROM judged {join} ranked USING (query)
 )
-SELECT query, duckrank_ranked, len({REC}) > {_distinct(REC)} AS duckrank_duplicate,
+SELECT query, duckrank_ranked, len({REC}) > {_distinct(REC)} AS duckrank_duplicate,{twice}
        {columns}
 FROM {lists}"""
 
@@ -373,11 +437,9 @@ FROM {lists}"""
 def _check_judged_once(con: duckdb.DuckDBPyConnection, params: dict[str, Any],
                        shown: str, groups: bool = False) -> None:
     """trec_eval's error for a document twice in one query's judgments (``shown``: the qrels
-    path as given). Checked before the measures are computed: the MAP of a query's judgments
-    that the graded measures read would fail first, with DuckDB's bare "Map keys must be
-    unique" naming no file, query or document."""
-    # A second pass over the qrels: a flag carried by the query (a window over every query of
-    # the qrels, also those the run lacks) took 40% more memory at 10,000,000 run lines.
+    path as given), from a pass over the qrels: before the measures are computed where the
+    per-query table cannot say which queries have one (``_folds_judged_check``), after it
+    otherwise, when one does."""
     # (-R qrels_jg: a document may be judged once in each judgment group.)
     group = ", iteration" if groups else ""
     found = con.execute(
@@ -566,13 +628,17 @@ def _per_query_table(con: duckdb.DuckDBPyConnection, table: str, values: Sequenc
     else:
         # (-l: relevant means grade >= level; the preferences read no level, as trec_eval's)
         params["level"] = options.level
-        _check_judged_once(con, params, str(qrels), options.rel_info_format == QRELS_JG)
+        if not _folds_judged_check(options):
+            _check_judged_once(con, params, str(qrels), options.rel_info_format == QRELS_JG)
         per_query = _per_query_sql(values, options, _native.is_loaded(con))
     if NUM_DOCS in per_query:
         params["num_docs"] = options.num_docs
     if options.only_query is not None:
         params["only_query"] = options.only_query
     con.execute(f"CREATE TEMP TABLE {table} AS {per_query}", params)
+    if _folds_judged_check(options) and con.execute(
+            f"SELECT count(*) FROM {table} WHERE {JUDGED_TWICE}").fetchall() != [(0,)]:
+        _check_judged_once(con, params, str(qrels))
     _check_ranked_once(con, table, params, options, str(run))
     if options.rel_info_format in prefs.FORMATS:
         _check_no_cycle(con, table, str(qrels))
@@ -604,6 +670,16 @@ def _functions(values: Sequence[Value], options: Options) -> list[str]:
     return needed_functions(values, " ".join(_columns(values, options)[0]))
 
 
+def _connect(values: Sequence[Value], options: Options) -> duckdb.DuckDBPyConnection:
+    """A new connection with the functions the command calls (``_functions``): to_ordered_list
+    only where the native step did not load, since the rankings are duckrank_top_k's otherwise
+    (``_ranking_sql``; registering to_ordered_list's macros took 19 ms of CPU)."""
+    con = connect(functions=[f for f in _functions(values, options) if f != "to_ordered_list"])
+    if not _native.is_loaded(con):
+        register(con, native=False, functions=["to_ordered_list"])
+    return con
+
+
 @contextmanager
 def _evaluation(qrels: str | Path, run: str | Path, measures: Sequence[str], options: Options,
                 connection: duckdb.DuckDBPyConnection | None, lines: bool = False
@@ -615,7 +691,7 @@ def _evaluation(qrels: str | Path, run: str | Path, measures: Sequence[str], opt
     values = requested_values(measures, options.compat)
     _check_measure_formats(values, options)
     check_available(values)
-    con = connection if connection is not None else connect(functions=_functions(values, options))
+    con = connection if connection is not None else _connect(values, options)
     table = quote_identifier(f"duckrank_trec_eval_{uuid.uuid4().hex}")
     zscores = (quote_identifier(f"duckrank_trec_eval_zscores_{uuid.uuid4().hex}")
                if options.zscores is not None else None)
@@ -702,7 +778,7 @@ def write_lines(qrels: str | Path, run: str | Path, measures: Sequence[str],
         values = requested_values(measures, options.compat)
         _check_measure_formats(values, options)
         check_available(values)
-        con = connect(functions=_functions(values, options))
+        con = _connect(values, options)
         # trec_eval's output only: no progress bar drawn among the lines on a terminal.
         con.execute("SET enable_progress_bar = false")
         with _evaluation(qrels, run, measures, options, con, lines=True) as (relation,

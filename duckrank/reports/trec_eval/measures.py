@@ -80,7 +80,8 @@ def _judged_at(k: str | None, fields: frozenset[str]) -> str:
         return JUDGED_MATCH
     cut = {"gains": f"list_slice({JUDGED_MATCH}.gains, 1, {k})",
            "K": f"least({JUDGED_MATCH}.K, {k})", "cut": k,
-           **{f: _up_to(f"{JUDGED_MATCH}.{f}", k) for f in ("pos", "nonrel", "judged", "pool")}}
+           **{f: _up_to(f"{JUDGED_MATCH}.{f}", k)
+              for f in ("pos", "nonrel", "judged", "pool", "gpos")}}
     names = [JUDGED_FIELDS[p] for p in sorted(fields)]
     return "struct_pack(" + ", ".join(
         f"{f} := {cut.get(f, f'{JUDGED_MATCH}.{f}')}" for f in names) + ")"
