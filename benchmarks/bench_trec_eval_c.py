@@ -11,6 +11,7 @@ check at scale).
     .venv/bin/python -m benchmarks.bench_trec_eval_c            # 1,000,000 and 10,000,000 lines
     .venv/bin/python -m benchmarks.bench_trec_eval_c --quick    # 100,000 lines
     .venv/bin/python -m benchmarks.bench_trec_eval_c --queries 1000 --rounds 3 --set all_trec
+    .venv/bin/python -m benchmarks.bench_trec_eval_c --queries 10000 --memory-limit 600MB
 
 The binary: ``DUCKRANK_TREC_EVAL``, else ``~/.cache/trec_eval-10.0/trec_eval`` (built from
 usnistgov/trec_eval 10.0's source with its Makefile: no optimisation flags, as NIST ships it).
@@ -65,10 +66,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="runs of each command (ABAB)")
     parser.add_argument("--set", action="append", choices=SETS, dest="sets",
                         help="measure sets to time (repeatable; default all four)")
+    parser.add_argument("--memory-limit", metavar="SIZE",
+                        help="duckrank trec_eval's --memory-limit (e.g. 600MB)")
     args = parser.parse_args()
     binary = _binary()
     sizes = [100] if args.quick else (args.queries or [1_000, 10_000])
     duckrank = [sys.executable, "-m", "duckrank.cli", "trec_eval"]
+    if args.memory_limit is not None:
+        duckrank += ["--memory-limit", args.memory_limit]
     with tempfile.TemporaryDirectory() as folder:
         for queries in sizes:
             run, qrels = write_files(Path(folder), queries)

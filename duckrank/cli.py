@@ -113,6 +113,8 @@ def _trec_eval(args: argparse.Namespace) -> int:
 def _add_trec_eval(commands: Any) -> None:
     """``duckrank trec_eval``: trec_eval's flags, short and long (``duckrank.reports.trec_eval``
     does the work)."""
+    from duckrank.reports.command_line import memory_limit_option
+
     parser = commands.add_parser(
         "trec_eval",
         description="Evaluate a TREC run against qrels and print what trec_eval prints "
@@ -156,6 +158,7 @@ def _add_trec_eval(commands: Any) -> None:
     parser.add_argument("--compat", choices=("10.0", "9.0.8"), default="10.0",
                         help="the trec_eval reproduced: 10.0 (NIST's; default) or 9.0.8 "
                         "(pytrec-eval-terrier's)")
+    memory_limit_option(parser)
     parser.set_defaults(handler=_trec_eval)
 
 

@@ -121,6 +121,41 @@ def connection(database: str = ":memory:", functions: Sequence[str] | None = Non
     return con
 
 
+def memory_limit_option(parser: argparse.ArgumentParser) -> None:
+    """The ``--memory-limit SIZE`` flag of the commands that read whole files into DuckDB
+    (``fuse``, ``trec_eval``): its value goes to ``connect_within``."""
+    parser.add_argument("--memory-limit", default=None, metavar="SIZE",
+                        help="bound the memory DuckDB uses (e.g. 2GB; what does not fit is "
+                        "spilled to disk); default: DuckDB's, 80%% of the machine's memory")
+
+
+def connect_within(function: str, memory_limit: str | None, **connect_args: Any
+                   ) -> duckdb.DuckDBPyConnection:
+    """``duckrank.connect(**connect_args)`` under DuckDB's ``memory_limit`` when given (a size
+    as DuckDB writes it: what does not fit is spilled to disk). A size DuckDB cannot read is a
+    ValueError naming ``function``."""
+    import duckdb
+
+    from duckrank.engines.duckdb import connect
+
+    config = {} if memory_limit is None else {"memory_limit": memory_limit}
+    try:
+        return connect(config=config, **connect_args)
+    except duckdb.ParserException as error:  # DuckDB's word for a size it cannot read
+        if memory_limit is None:
+            raise
+        raise ValueError(f"{function}: memory_limit must be a size as DuckDB writes it ('2GB', "
+                         f"'500MB'), got {memory_limit!r} ({error})") from None
+
+
+def opened_here(function: str, connection: object, memory_limit: str | None) -> None:
+    """A ``memory_limit`` bounds the connection ``function`` opens; with a ``connection`` given
+    it would be ignored in silence: an error."""
+    if connection is not None and memory_limit is not None:
+        raise ValueError(f"{function}: memory_limit applies to the connection {function} opens; "
+                         "with connection=..., SET memory_limit on that connection")
+
+
 def progress(con: duckdb.DuckDBPyConnection, args: argparse.Namespace) -> Any:
     """The bar of ``duckrank COMMAND`` on stderr while ``con`` works (on a terminal only;
     ``duckrank.reports.progress.watch``); with --quiet none, DuckDB's own on stdout included."""

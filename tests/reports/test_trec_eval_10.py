@@ -32,10 +32,11 @@ from trec_eval_oracle import (
 )
 
 import duckrank
+from duckrank.engines import duckdb as engine
 from duckrank.files import trec as trec_files
 from duckrank.metrics.trec_eval import POSITIVE_RANKS
 from duckrank.render.trec_eval import JUDGED, formula_macro, judged_fields
-from duckrank.reports.trec_eval import command, trec_eval, trec_eval_lines
+from duckrank.reports.trec_eval import trec_eval, trec_eval_lines
 
 DATA = Path(__file__).parent / "data"
 UPSTREAM = DATA / "trec_eval_10_test"
@@ -429,7 +430,7 @@ def test_the_command_ranks_without_the_native_step(tmp_path: Path, monkeypatch) 
     ranking = _write(tmp_path / "r", ["1 Q0 a 1 1.5 t", "1 Q0 b 2 1.5 t", "1 Q0 c 3 2 t",
                                       "2 Q0 c 1 0.5 t", "2 Q0 d 2 0.7 t"])
     native = trec_eval_lines(qrels, ranking, ["official"], per_query=True)
-    monkeypatch.setattr(command, "connect", functools.partial(command.connect, native=False))
+    monkeypatch.setattr(engine, "connect", functools.partial(engine.connect, native=False))
     assert trec_eval_lines(qrels, ranking, ["official"], per_query=True) == native
 
 

@@ -180,6 +180,28 @@ def test_the_command_prints_trec_eval_lines_for_the_default_measures(tmp_path: P
     assert capsys.readouterr().out.splitlines() == _expected_lines(tag, values)
 
 
+def test_memory_limit_bounds_the_connection_and_changes_no_line(tmp_path: Path,
+                                                                 capsys) -> None:
+    """--memory-limit (DuckDB spills what does not fit): the lines pytrec_eval's values give,
+    as without it, and all_trec with -q the same lines under a limit of 20 MB as without."""
+    qrels, ranking = _generated(tmp_path)
+    tag, values = _expected(qrels, ranking, [])
+    assert run(_parsed(["--memory-limit", "20MB", qrels, ranking])) == 0
+    assert capsys.readouterr().out.splitlines() == _expected_lines(tag, values)
+    assert run(_parsed(["-q", "-m", "all_trec", qrels, ranking])) == 0
+    unlimited = capsys.readouterr().out
+    assert run(_parsed(["-q", "-m", "all_trec", "--memory-limit", "20MB", qrels, ranking])) == 0
+    assert capsys.readouterr().out == unlimited
+
+
+def test_memory_limit_is_for_the_connection_trec_eval_opens(tmp_path: Path) -> None:
+    qrels, ranking = _generated(tmp_path, seed=5, queries=3)
+    with duckrank.connect() as con, pytest.raises(
+            ValueError, match="trec_eval: memory_limit applies to the connection trec_eval "
+                              "opens"):
+        trec_eval_10(qrels, ranking, connection=con, memory_limit="1GB")
+
+
 def _without(lines: list[str], names: set[str]) -> list[str]:
     return [line for line in lines if line.split()[0] not in names]
 
@@ -304,6 +326,8 @@ def test_ties_as_c_floats_and_docid_order(tmp_path: Path, con) -> None:
     (["-m", "rbp.1=3"], "write the persistence as p=VALUE"),
     (["-M", "0"], "-M 0"),
     (["-l", "-1"], "-l -1"),
+    (["--memory-limit", "lots"], "trec_eval: memory_limit must be a size as DuckDB writes it "
+                                 "('2GB', '500MB'), got 'lots'"),
 ])
 def test_bad_requests_name_the_flag(tmp_path: Path, capsys, argv: list[str],
                                     message: str) -> None:

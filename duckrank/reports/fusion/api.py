@@ -13,6 +13,7 @@ import duckdb
 from duckrank.fusion import FusionMethod, method, normalisation
 from duckrank.render.quoting import quote_identifier as _identifier
 from duckrank.render.quoting import quote_literal
+from duckrank.reports.command_line import connect_within, opened_here
 from duckrank.reports.fusion.inputs import LongRuns, converted, drop, long_runs, sql_value
 
 
@@ -110,9 +111,7 @@ def fuse(
     x 100 items); with ``connection``, set it on that connection instead.
     """
     fusion = method if isinstance(method, FusionMethod) else _method(method)
-    if connection is not None and memory_limit is not None:
-        raise ValueError("fuse: memory_limit applies to the connection fuse opens; with "
-                         "connection=..., SET memory_limit on that connection")
+    opened_here("fuse", connection, memory_limit)
     con = connection if connection is not None else fusion_connection(fusion, memory_limit)
     long = long_runs(con, runs, system_column=system_column, query_column=query_column,
                      item_column=item_column, score_column=score_column)
@@ -136,23 +135,14 @@ def _method(name: str) -> FusionMethod:
 
 
 def fusion_connection(fusion: FusionMethod | None = None,
-             memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
+                      memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
     """A connection with the fusion macros (only ``fusion``'s when given: registering every
     duckrank function costs about a second), under ``memory_limit`` when given."""
-    from duckrank.engines.duckdb import connect
-
-    config = {} if memory_limit is None else {"memory_limit": memory_limit}
-    try:
-        if fusion is None:
-            return connect(config=config)
-        # The TREC readers too: run files may be TREC.
-        return connect(functions=[fusion.sql_name, "read_trec_run", "read_trec_qrels"],
-                       config=config)
-    except duckdb.ParserException as error:  # DuckDB's word for a size it cannot read
-        if memory_limit is None:
-            raise
-        raise ValueError(f"fuse: memory_limit must be a size as DuckDB writes it ('2GB', "
-                         f"'500MB'), got {memory_limit!r} ({error})") from None
+    if fusion is None:
+        return connect_within("fuse", memory_limit)
+    # The TREC readers too: run files may be TREC.
+    return connect_within("fuse", memory_limit,
+                          functions=[fusion.sql_name, "read_trec_run", "read_trec_qrels"])
 
 
 def _is_parquet(path: Path) -> bool:

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from duckrank.fusion import METHODS, NORMALISATIONS
+from duckrank.reports.command_line import memory_limit_option
 
 
 def _number(text: str) -> int | float:
@@ -51,9 +52,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
                         "segfuse, slidefuse, bayesfuse, mapfuse)")
     parser.add_argument("--n-segments", type=int, default=None,
                         help="probfuse's number of segments (trained with --qrels)")
-    parser.add_argument("--memory-limit", default=None, metavar="SIZE",
-                        help="bound the memory DuckDB uses (e.g. 2GB; what does not fit is "
-                        "spilled to disk); default: DuckDB's, 80%% of the machine's memory")
+    memory_limit_option(parser)
     parser.set_defaults(handler=run)
     return parser
 

@@ -16,11 +16,12 @@ from typing import Any
 
 import duckdb
 
-from duckrank.engines.duckdb import connect, register
+from duckrank.engines.duckdb import register
 from duckrank.files.trec import LATIN1, UTF8, check_order, encoding, file_paths, first_blank_line
 from duckrank.matching import native as _native
 from duckrank.matching.sql import native_top_grades_sql, top_grades_sql
 from duckrank.render.quoting import quote_identifier, quote_literal
+from duckrank.reports.command_line import connect_within, opened_here
 from duckrank.reports.trec_eval import prefs
 from duckrank.reports.trec_eval.measures import (
     COMPAT_9,
@@ -61,8 +62,9 @@ class Options:
     a file of ``qid measure mean stddev`` lines), ``-D`` debug_level and only_query (``-D
     0.QID``), ``-R`` rel_info_format ('qrels', 'qrels_jg', 'prefs', 'qrels_prefs'), ``-T``
     results_format; and duckrank's ``--compat``: the trec_eval version reproduced, '10.0'
-    (NIST's current) or '9.0.8' (pytrec-eval-terrier's). The keyword arguments of
-    ``trec_eval`` and ``trec_eval_lines``."""
+    (NIST's current) or '9.0.8' (pytrec-eval-terrier's), and ``--memory-limit``: DuckDB's
+    memory_limit for the connection the command opens (None: DuckDB's default, 80% of the
+    machine's memory). The keyword arguments of ``trec_eval`` and ``trec_eval_lines``."""
 
     per_query: bool = False
     complete: bool = False
@@ -77,6 +79,7 @@ class Options:
     rel_info_format: str = "qrels"
     results_format: str = "trec_results"
     debug_level: int = 0
+    memory_limit: str | None = None
 
 
 def _check_options(options: Options) -> None:
@@ -674,7 +677,9 @@ def _connect(values: Sequence[Value], options: Options) -> duckdb.DuckDBPyConnec
     """A new connection with the functions the command calls (``_functions``): to_ordered_list
     only where the native step did not load, since the rankings are duckrank_top_k's otherwise
     (``_ranking_sql``; registering to_ordered_list's macros took 19 ms of CPU)."""
-    con = connect(functions=[f for f in _functions(values, options) if f != "to_ordered_list"])
+    con = connect_within("trec_eval", options.memory_limit,
+                         functions=[f for f in _functions(values, options)
+                                    if f != "to_ordered_list"])
     if not _native.is_loaded(con):
         register(con, native=False, functions=["to_ordered_list"])
     return con
@@ -726,6 +731,7 @@ def trec_eval(qrels: str | Path, run: str | Path, measures: Sequence[str] = (), 
     ``Options`` (per_query=False, complete=False, summary=True, max_docs=None, level=1,
     compat='10.0', judged_only=False, num_docs=0, zscores=None, rel_info_format='qrels', ...)."""
     options = Options(**flags)
+    opened_here("trec_eval", connection, options.memory_limit)
     rows: list[Row] = []
     with _evaluation(qrels, run, measures, options, connection) as (relation, _):
         kinds = {v.name: v.measure.value for v in requested_values(measures, options.compat)}
@@ -750,6 +756,7 @@ def printed_lines(qrels: str | Path, run: str | Path, measures: Sequence[str],
                   options: Options,
                   connection: duckdb.DuckDBPyConnection | None = None) -> list[str]:
     """The lines the command prints for its flags ``options`` (``options_from_flags``)."""
+    opened_here("trec_eval", connection, options.memory_limit)
     with _evaluation(qrels, run, measures, options, connection, lines=True) as (relation, _):
         return [line for (block,) in relation.fetchall() for line in block.split("\n")]
 
@@ -762,6 +769,7 @@ def options_from_flags(args: argparse.Namespace) -> Options:
         compat=args.compat, judged_only=args.judged_only, num_docs=args.num_docs,
         zscores=args.zscores, only_query=only_query, rel_info_format=args.rel_info_format,
         results_format=args.results_format, debug_level=debug_level,
+        memory_limit=args.memory_limit,
     )
 
 
