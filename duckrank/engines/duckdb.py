@@ -325,13 +325,16 @@ def _with_dependencies(statements: list[str], functions: Iterable[str]) -> list[
 
 
 def _register_functions(
-    con: duckdb.DuckDBPyConnection, native: bool, functions: Iterable[str]
+    con: duckdb.DuckDBPyConnection, native: bool, functions: Iterable[str], new_database: bool
 ) -> duckdb.DuckDBPyConnection:
     """``register(con, functions=...)``: TEMP macros of just those functions and their helpers.
     Nothing is stored in the database (no version macro either), so that a later full
     ``register`` still stores every macro. The statements come from the prepared catalog (the
     stored forms, each replaced by its native form where that differs), so that a command
-    using a few functions imports no record and renders nothing."""
+    using a few functions imports no record and renders nothing. A database holding this
+    build's stored macros gets only the TEMP macros that differ from them (the native helpers,
+    the macros calling Python): a TEMP copy of a stored function would also come before every
+    schema on the search path, and hide the hivemall schema's function of its name."""
     catalog = _catalog()
     with _SHARED_STATE:
         use_native = native and _native.load(con)
@@ -343,6 +346,9 @@ def _register_functions(
     python = [*catalog.python["native" if use_native else "sql"],
               *catalog.stats_statements(con)]
     chosen = _with_dependencies([*statements, *python], functions)
+    if not new_database and _installed_version(con) == catalog.build:
+        stored = set(_as_temp(catalog.stored))
+        chosen = [s for s in chosen if s not in stored]
     if any(s in python for s in chosen):
         with _SHARED_STATE:
             _register_udfs(con, catalog.udfs)
@@ -388,20 +394,21 @@ def _register(
         if hivemall:
             raise ValueError("register: hivemall=True needs every function stored in the "
                              "database; leave functions out")
-        return _register_functions(con, native, functions)
+        return _register_functions(con, native, functions, new_database)
     read_only = not new_database and _read_only(con)
     catalog = _catalog()
     statements, build = _macro_statements()
     version = _version_statement(build)
     with _SHARED_STATE:
         use_native = native and _native.load(con)
-        installed = None if read_only or new_database else _installed_version(con)
+        installed = None if new_database else _installed_version(con)
         if not read_only and installed != build:
             _store(con, catalog, statements, version, installed)
         _register_udfs(con, catalog.udfs)
-    if read_only:
-        # Nothing can be stored: main's macros become TEMP macros of this connection, and the
-        # hivemall schema (which a TEMP catalog cannot hold) is unavailable.
+    if read_only and installed != build:
+        # Nothing can be stored, and the database holds another build's macros or none: main's
+        # macros become TEMP macros of this connection, and the hivemall schema (which a TEMP
+        # catalog cannot hold) is unavailable.
         _run_in_transaction(con, _as_temp([*_connection_statements(use_native), version]))
     elif use_native:
         # TEMP copies of just the helper macros whose native form differs shadow the stored SQL

@@ -662,6 +662,36 @@ def test_hivemall_names_win_on_native_connections(tmp_path, database):
             (0.3333333333333333,)]
 
 
+TWO_USERS = "(VALUES ([1, 3, 2, 6], [1, 2, 4]), ([6, 2, 3, 1], [1, 2, 4])) t(rec, truth)"
+
+
+def test_hivemall_names_win_on_a_read_only_database_registered_by_this_build(tmp_path):
+    """A read-only database holding this build's macros gets no TEMP copy of main's (only the
+    native helpers): with hivemall=True, ndcg is Hivemall's aggregate, the guide's table (seed
+    001: ndcg@2 of its two users 0.6131 and 0.3869, mean 0.5); main's stays qualified. Before,
+    a TEMP copy of every main macro came first, per row, in silence (recall_at too)."""
+    path = str(tmp_path / "ro.duckdb")
+    duckrank.connect(path).close()
+    with duckrank.connect(path, read_only=True, hivemall=True) as con:
+        assert con.execute(f"SELECT ndcg(rec, truth, 2) FROM {TWO_USERS}").fetchall() == [
+            (0.5,)]
+        assert con.execute(f"SELECT recall_at(rec, truth, 2) FROM {TWO_USERS}").fetchall() == [
+            (0.3333333333333333,)]
+        assert len(con.execute(f"SELECT main.ndcg(rec, truth, 2) FROM {TWO_USERS}").fetchall()
+                   ) == 2
+
+
+def test_functions_on_a_registered_database_add_no_copy_of_its_functions():
+    """register(con, functions=...) on a database holding this build's macros adds only the
+    TEMP macros that differ from them: a TEMP ndcg would hide hivemall.ndcg under the hivemall
+    search path."""
+    with duckrank.connect() as con:
+        duckrank.register(con, functions=["ndcg", "recall_at"])
+        con.execute("SET search_path = 'hivemall,main'")
+        assert con.execute(f"SELECT ndcg(rec, truth, 2) FROM {TWO_USERS}").fetchall() == [
+            (0.5,)]
+
+
 def test_a_bare_search_path_on_a_native_connection_gives_hivemalls_functions():
     """With 'hivemall,main' set by hand on a native connection, every name resolves as the search
     path says: the native step is reached through TEMP helper macros whose names are duckrank's
