@@ -105,9 +105,20 @@ def _trec_eval(args: argparse.Namespace) -> int:
         options = trec_eval.options_from_flags(args)
         trec_eval.write_lines(args.qrels, args.run, args.measures, options)
     except (ValueError, duckdb.Error) as error:
-        sys.stderr.write(f"duckrank trec_eval: {error}\n")
+        sys.stderr.write(_error_line("trec_eval", error, args))
         return 1
     return 0
+
+
+def _error_line(command: str, error: Exception, args: argparse.Namespace) -> str:
+    """The line ``duckrank COMMAND`` prints for an error; DuckDB's out-of-memory advice names its
+    own settings, so under --memory-limit the line names the flag."""
+    import duckdb
+
+    limit = getattr(args, "memory_limit", None)
+    hint = (f" (the command ran under --memory-limit {limit}: give it more, or leave it out)"
+            if limit is not None and isinstance(error, duckdb.OutOfMemoryException) else "")
+    return f"duckrank {command}: {error}{hint}\n"
 
 
 def _add_trec_eval(commands: Any) -> None:
@@ -273,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status = args.handler(args)
     except (ValueError, duckdb.Error) as error:
-        sys.stderr.write(f"duckrank {args.command}: {error}\n")
+        sys.stderr.write(_error_line(args.command, error, args))
         return 1
     except BrokenPipeError:  # `duckrank ... | head`
         sys.stderr.close()

@@ -144,8 +144,8 @@ def connect_within(function: str, memory_limit: str | None, **connect_args: Any
     except duckdb.ParserException as error:  # DuckDB's word for a size it cannot read
         if memory_limit is None:
             raise
-        raise ValueError(f"{function}: memory_limit must be a size as DuckDB writes it ('2GB', "
-                         f"'500MB'), got {memory_limit!r} ({error})") from None
+        raise ValueError(f"{function}: memory_limit must be a size with its unit, as DuckDB "
+                         f"writes it ('2GB', '500MB'), got {memory_limit!r} ({error})") from None
 
 
 def opened_here(function: str, connection: object, memory_limit: str | None) -> None:

@@ -60,8 +60,8 @@ def test_supervised_method_trains_on_qrels(capsys, runs, tmp_path: Path) -> None
     (["--method", "rbc"], "fuse: rbc needs params={'phi': ...}"),
     (["--method", "rrf", "--param", "k=-2"], "fuse: rrf's k must be a finite number >= 0"),
     (["--weights", "1"], "fuse: wsum's weights has 1 values for 2 runs"),
-    (["--memory-limit", "lots"], "fuse: memory_limit must be a size as DuckDB writes it "
-                                 "('2GB', '500MB'), got 'lots'"),
+    (["--memory-limit", "lots"], "fuse: memory_limit must be a size with its unit, as DuckDB "
+                                 "writes it ('2GB', '500MB'), got 'lots'"),
 ])
 def test_errors(capsys, runs, tmp_path: Path, arguments, message) -> None:
     assert main(["fuse", *runs, "-o", str(tmp_path / "x.run"), *arguments]) == 1

@@ -194,6 +194,21 @@ def test_memory_limit_bounds_the_connection_and_changes_no_line(tmp_path: Path,
     assert capsys.readouterr().out == unlimited
 
 
+def test_out_of_memory_under_memory_limit_names_the_flag() -> None:
+    """DuckDB's out-of-memory advice names its own settings (SET memory_limit): the command's
+    line names --memory-limit; other errors, and the error without the flag, are as given."""
+    from duckrank.cli import _error_line
+
+    error = duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate")
+    assert _error_line("trec_eval", error, argparse.Namespace(memory_limit="1MB")) == (
+        "duckrank trec_eval: Out of Memory Error: failed to allocate (the command ran under "
+        "--memory-limit 1MB: give it more, or leave it out)\n")
+    assert _error_line("trec_eval", error, argparse.Namespace(memory_limit=None)) == (
+        "duckrank trec_eval: Out of Memory Error: failed to allocate\n")
+    assert _error_line("fuse", ValueError("x"), argparse.Namespace(memory_limit="1MB")) == (
+        "duckrank fuse: x\n")
+
+
 def test_memory_limit_is_for_the_connection_trec_eval_opens(tmp_path: Path) -> None:
     qrels, ranking = _generated(tmp_path, seed=5, queries=3)
     with duckrank.connect() as con, pytest.raises(
@@ -326,8 +341,8 @@ def test_ties_as_c_floats_and_docid_order(tmp_path: Path, con) -> None:
     (["-m", "rbp.1=3"], "write the persistence as p=VALUE"),
     (["-M", "0"], "-M 0"),
     (["-l", "-1"], "-l -1"),
-    (["--memory-limit", "lots"], "trec_eval: memory_limit must be a size as DuckDB writes it "
-                                 "('2GB', '500MB'), got 'lots'"),
+    (["--memory-limit", "lots"], "trec_eval: memory_limit must be a size with its unit, as "
+                                 "DuckDB writes it ('2GB', '500MB'), got 'lots'"),
 ])
 def test_bad_requests_name_the_flag(tmp_path: Path, capsys, argv: list[str],
                                     message: str) -> None:
