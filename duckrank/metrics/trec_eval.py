@@ -597,6 +597,15 @@ def _positive(term: bool) -> str:
     )
 
 
+# The parts of the judged formulas that two or more of them compute alike, which duckrank
+# trec_eval computes once per query instead, as fields of its judged match
+# (``duckrank.render.trec_eval``): the ranks of positive gain with their gains and DCG terms
+# (ndcg_rel and Rndcg; G reads the ranks and gains of the same list), and for each relevant
+# item the judged non-relevant items above it (bpref and infAP).
+POSITIVE_TERMS, POSITIVE_GAINS = _positive(True), _positive(False)
+NONREL_ABOVE = _before("{pos}", "{nonrel}")
+
+
 def _positive_dcg(positive: str, rank: str | None = None) -> str:
     """The DCG of the top ``rank`` (None: of the top K) from ``_positive``'s list ``positive``."""
     terms = positive if rank is None else f"list_filter({positive}, lambda p: p.q <= {rank})"
@@ -614,13 +623,23 @@ RNDCG_SQL = (
     "lambda t: list_sum(t) / len(t))[1])[1] END"
 )
 
+def _prefix_at(terms: str, total: str, rank: str) -> str:
+    """The sum of the first ``rank`` of ``terms`` (a DOUBLE[] of len({ideal}) elements, bound
+    once; ``total``: their sum, bound once) where ``rank`` is below len({ideal}), ``total`` from
+    there on: an element of ``_prefix_sums(terms)`` at least(rank, len({ideal})), the same sum of
+    the same doubles in the same order, computed for the ranks read only (the ideal's running sums
+    were most of the time of ndcg_rel and G: half of it went)."""
+    return (f"CASE WHEN {rank} >= len({{ideal}}) THEN {total} "
+            f"ELSE list_sum(list_slice({terms}, 1, {rank})) END")
+
+
 NDCG_REL_SQL = (
     "CASE WHEN len({ideal}) = 0 THEN 0.0 ELSE list_transform([struct_pack(p := " + _positive(True)
-    + ", ideal := " + _prefix_sums("list_transform({ideal}, lambda x, i: x / log2(i + 1))")
-    + ")], lambda s: list_transform([" + _prefix_sums("list_transform(s.p, lambda p: p.t)")
-    + "], lambda dcg: (coalesce(list_sum(list_transform(s.p, lambda p, j: dcg[j] / "
-    "s.ideal[least(p.q, len({ideal}))])), 0.0) "
-    "+ (len({ideal}) - len(s.p)) * coalesce(dcg[len(s.p)], 0.0) / s.ideal[len({ideal})]) "
+    + ", ideal := list_transform({ideal}, lambda x, i: x / log2(i + 1)))], lambda s: "
+    "list_transform([struct_pack(dcg := " + _prefix_sums("list_transform(s.p, lambda p: p.t)")
+    + ", ideal := list_sum(s.ideal))], lambda d: (coalesce(list_sum(list_transform(s.p, "
+    "lambda p, j: d.dcg[j] / " + _prefix_at("s.ideal", "d.ideal", "p.q") + ")), 0.0) "
+    "+ (len({ideal}) - len(s.p)) * coalesce(d.dcg[len(s.p)], 0.0) / d.ideal) "
     "/ len({ideal}))[1])[1] END"
 )
 
@@ -628,11 +647,11 @@ NDCG_REL_SQL = (
 # for each rank past R; gained(q) = the gains up to q.
 G_SQL = (
     "CASE WHEN len({ideal}) = 0 THEN 0.0 ELSE list_transform([struct_pack(p := " + _positive(False)
-    + ", cost := " + _prefix_sums("list_transform({ideal}, lambda x: greatest(x, 1.0))")
-    + ")], lambda s: list_transform([" + _prefix_sums("list_transform(s.p, lambda p: p.g)")
-    + "], lambda gained: coalesce(list_sum(list_transform(s.p, lambda p, j: p.g / "
-    "log2(2 + s.cost[least(p.q, len({ideal}))] + greatest(p.q - len({ideal}), 0) - gained[j]))), "
-    "0.0) / list_sum({ideal}))[1])[1] END"
+    + ", cost := list_transform({ideal}, lambda x: greatest(x, 1.0)))], lambda s: "
+    "list_transform([struct_pack(gained := " + _prefix_sums("list_transform(s.p, lambda p: p.g)")
+    + ", cost := list_sum(s.cost))], lambda d: coalesce(list_sum(list_transform(s.p, lambda p, j: "
+    "p.g / log2(2 + " + _prefix_at("s.cost", "d.cost", "p.q")
+    + " + greatest(p.q - len({ideal}), 0) - d.gained[j]))), 0.0) / list_sum({ideal}))[1])[1] END"
 )
 
 # coalesce: DuckDB 1.4's array_to_string gives NULL for an empty list (1.5 and 2.0 give '').

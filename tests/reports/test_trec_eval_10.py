@@ -34,9 +34,9 @@ from trec_eval_oracle import (
 import duckrank
 from duckrank.engines import duckdb as engine
 from duckrank.files import trec as trec_files
-from duckrank.metrics.trec_eval import POSITIVE_RANKS
+from duckrank.metrics.trec_eval import NONREL_ABOVE, POSITIVE_RANKS
 from duckrank.render.trec_eval import JUDGED, formula_macro, judged_fields
-from duckrank.reports.trec_eval import trec_eval, trec_eval_lines
+from duckrank.reports.trec_eval import command, trec_eval, trec_eval_lines
 
 DATA = Path(__file__).parent / "data"
 UPSTREAM = DATA / "trec_eval_10_test"
@@ -435,9 +435,74 @@ def test_the_command_ranks_without_the_native_step(tmp_path: Path, monkeypatch) 
 
 
 def test_the_graded_judged_formulas_read_the_ranks_of_positive_gain_once() -> None:
-    """G, ndcg_rel and Rndcg each pass over the gains for the ranks of positive gain; the
-    command's formula macros read them from the judged match's gpos, computed once per query."""
+    """G, ndcg_rel and Rndcg each pass over the gains for the ranks of positive gain, with their
+    gains (and DCG terms), and bpref and infAP each count the judged non-relevant documents
+    above each relevant one: the command's formula macros read them from the judged match's gp
+    and above, computed once per query."""
     for name in ("normalized_gain", "ndcg_rel", "rndcg"):
         assert POSITIVE_RANKS in JUDGED[name].sql
-        assert "gpos" in judged_fields(name)
+        assert "gp" in judged_fields(name)
         assert "CASE WHEN x > 0 THEN i END" not in formula_macro(name)
+        assert "list_zip" not in formula_macro(name)
+    for name in ("bpref", "infap"):
+        assert NONREL_ABOVE in JUDGED[name].sql
+        assert "above" in judged_fields(name) and "nonrel" not in judged_fields(name)
+
+
+@pytest.mark.parametrize("flags", [{"per_query": True}, {"per_query": True, "max_docs": 7},
+                                   {"per_query": True, "level": 2, "judged_only": True},
+                                   {"complete": True, "compat": "9.0.8"}])
+def test_the_run_read_in_parts_gives_the_same_lines(tmp_path: Path, monkeypatch,
+                                                    flags: dict) -> None:
+    """A run read in parts (``command.RUN_READER``, one per thread; a small run in one) gives
+    the lines of the run read whole."""
+    files = generate(tmp_path, seed=5, queries=25)
+    qrels = files["qrels_extra" if flags.get("complete") else "qrels"]
+    whole = trec_eval_lines(qrels, files["run"], ["all_trec"], **flags)
+    monkeypatch.setattr(command, "RUN_PARTS_MIN_BYTES", 0)
+    for threads in (2, 3):
+        con = duckrank.connect()
+        try:
+            con.execute(f"SET threads = {threads}")
+            assert command._run_parts(con, files["run"]) == threads
+            assert command._run_parts(con, files["run"], "1GB") == 1
+            assert trec_eval_lines(qrels, files["run"], ["all_trec"], connection=con,
+                                   **flags) == whole
+        finally:
+            con.close()
+
+
+def test_the_first_bad_run_line_is_the_error_whatever_the_parts(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    """Parts read at once may meet a later bad line first: the run is read again in one part,
+    so that the error names the first, as trec_eval stops at it."""
+    monkeypatch.setattr(command, "RUN_PARTS_MIN_BYTES", 0)
+    qrels = _write(tmp_path / "q", ["1 0 a 1"])
+    lines = [f"1 Q0 d{i} {i} {i} t" for i in range(200)]
+    lines[150:152] = ["1 Q0 x", "1 Q0 y"]
+    ranking = _write(tmp_path / "r", lines)
+    con = duckrank.connect()
+    try:
+        con.execute("SET threads = 2")
+        for _ in range(5):
+            with pytest.raises(duckdb.Error, match=r"read_trec_run: file .*, line 151: expected"):
+                trec_eval_lines(qrels, ranking, ["official"], connection=con)
+    finally:
+        con.close()
+
+
+def test_the_binary_formulas_read_the_native_steps_positions_as_they_are() -> None:
+    """The native step gives a match's positions in ascending order (a cut-off's filter keeps
+    it): the command's binary formula macros then read them without the records' sort of them,
+    which the SQL form's positions (in no particular order) still get."""
+    for name in ("average_precision", "iprec_at_recall", "eleven_point_ap"):
+        assert "list_sort(duckrank_m.pos)" in formula_macro(name)
+        assert "list_sort(duckrank_m.pos)" not in formula_macro(name, ascending=True)
+    con = duckrank.connect()
+    try:
+        assert con.execute(
+            "SELECT m.pos = list_sort(m.pos) AND len(m.pos) = 4 FROM (SELECT duckrank_matched("
+            "'trec_eval', ['e', 'a', 'x', 'd', 'a', 'c', 'b'], ['b', 'a', 'e', 'd', 'z'], 7) AS m)"
+        ).fetchall() == [(True,)]
+    finally:
+        con.close()

@@ -194,6 +194,60 @@ def test_memory_limit_bounds_the_connection_and_changes_no_line(tmp_path: Path,
     assert capsys.readouterr().out == unlimited
 
 
+@pytest.mark.parametrize(("level", "expected"), [
+    ("0", ["1\t1.0000", "2\t0.0000", "3\t  -nan", "all\t  -nan"]),
+    ("1", ["1\t1.0000", "2\t0.0000", "3\t0.0000", "all\t0.3333"]),
+])
+def test_rndcg_of_a_query_the_run_lacks_is_computed(tmp_path: Path, capsys, level: str,
+                                                     expected: list[str]) -> None:
+    """-c: a query the run lacks gets Rndcg's value on trec_eval 10's one unjudged document,
+    not a fixed 0: under -l 0 a query whose only judgment is grade 0 has a relevant document
+    and no gain, m_Rndcg.c's 0 / 0 (query 3). Expected lines: trec_eval 10.0's binary on these
+    files (`trec_eval -c -q -l N -m Rndcg`)."""
+    qrels = _write(tmp_path / "q", ["1 0 a 1", "2 0 x 2", "2 0 y 0", "3 0 z 0"])
+    ranking = _write(tmp_path / "r", ["1 Q0 a 1 1 t"])
+    assert run(_parsed(["-c", "-q", "-l", level, "-m", "Rndcg", qrels, ranking])) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(None, 1)[1] for line in lines] == expected
+    assert {line.split()[0] for line in lines} == {"Rndcg"}
+
+
+def test_a_document_judged_twice_comes_before_the_runs_errors(tmp_path: Path) -> None:
+    """trec_eval reads the qrels first: its error for d1 judged twice in query 1 (the binary:
+    "form_res_rels: duplicate docs d1"), not the refusal of gains less than 1 apart that query
+    2's judgments would raise in the per-query query."""
+    qrels = _write(tmp_path / "q", ["1 0 d1 1", "1 0 d1 2", "2 0 x1 1", "2 0 x2 2"])
+    ranking = _write(tmp_path / "r", ["1 Q0 d1 1 1.0 t", "2 Q0 x1 1 1.0 t"])
+    with pytest.raises(ValueError, match="judges document 'd1' twice for query '1'"):
+        trec_eval_10(qrels, ranking, ["ndcg.1=0.5"])
+
+
+def test_debug_query_reads_only_its_own_judgments(tmp_path: Path) -> None:
+    """-D 0.2: trec_eval evaluates query 2 alone, and a document judged twice in query 1 is no
+    error (the binary prints query 2's lines). Query 2: 1 of its 2 relevant documents at rank
+    1, so num_rel_ret 1, P_5 = 1/5."""
+    qrels = _write(tmp_path / "q", ["1 0 d1 1", "1 0 d1 2", "2 0 x1 1", "2 0 x2 2"])
+    ranking = _write(tmp_path / "r", ["1 Q0 d1 1 1.0 t", "2 Q0 x1 1 1.0 t"])
+    rows = trec_eval_10(qrels, ranking, ["num_rel_ret", "P.5"], per_query=True,
+                        only_query="2")
+    assert rows == [("num_rel_ret", "2", 1), ("P_5", "2", 0.2), ("num_rel_ret", "all", 1),
+                    ("P_5", "all", 0.2)]
+
+
+def test_runid_alone_and_from_a_compressed_run(tmp_path: Path) -> None:
+    """-m runid alone is one line (it was two: the output relation ran its query twice); a
+    .gz run's tag is read from the decompressed lines (it was '', from the compressed bytes)."""
+    import gzip
+
+    qrels = _write(tmp_path / "q", ["1 0 a 1"])
+    ranking = _write(tmp_path / "r", ["1 Q0 a 1 1 tagged", "# a comment", ""])
+    compressed = tmp_path / "r.gz"
+    compressed.write_bytes(gzip.compress(Path(ranking).read_bytes()))
+    for path in (ranking, str(compressed)):
+        assert trec_eval_10(qrels, path, ["runid"]) == [("runid", "all", "tagged")]
+        assert trec_eval_lines_10(qrels, path, ["runid"]) == ["runid                 \tall\ttagged"]
+
+
 def test_out_of_memory_under_memory_limit_names_the_flag() -> None:
     """DuckDB's out-of-memory advice names its own settings (SET memory_limit): the command's
     line names --memory-limit; other errors, and the error without the flag, are as given."""

@@ -4,10 +4,12 @@ per-query lists, the checks trec_eval makes, and the printed lines."""
 from __future__ import annotations
 
 import argparse
+import gzip
+import os
 import re
 import sys
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -20,7 +22,9 @@ from duckrank.engines.duckdb import register
 from duckrank.files.trec import LATIN1, UTF8, check_order, encoding, file_paths, first_blank_line
 from duckrank.matching import native as _native
 from duckrank.matching.sql import native_top_grades_sql, top_grades_sql
+from duckrank.metrics.trec_eval import NONREL_ABOVE, POSITIVE_RANKS, POSITIVE_TERMS
 from duckrank.render.quoting import quote_identifier, quote_literal
+from duckrank.render.trec import RUN_COLUMNS, table_macro
 from duckrank.reports.command_line import connect_within, opened_here
 from duckrank.reports.trec_eval import prefs
 from duckrank.reports.trec_eval.measures import (
@@ -164,7 +168,17 @@ def output_bytes(line: str, file_encoding: str) -> bytes:
 
 def run_tag(path: str, file_encoding: str = UTF8) -> str:
     """The tag (6th field) of the run file's last line that is not blank or a comment: what
-    trec_eval prints as runid. The file is read backwards from its end, in blocks."""
+    trec_eval prints as runid. The file is read backwards from its end, in blocks; a ``.gz``
+    one forwards (seeking back in it decompresses it from its start), decompressed."""
+    if path.lower().endswith(".gz"):
+        last = b""
+        with gzip.open(path, "rb") as file:
+            tail = b""
+            while block := file.read(1 << 20):
+                complete, _, tail = (tail + block).rpartition(b"\n")
+                last = _last_tagged_line(complete) or last
+            last = _last_tagged_line(tail) or last
+        return _tag(last, file_encoding)
     with open(path, "rb") as file:
         end = file.seek(0, 2)
         tail = b""
@@ -173,15 +187,27 @@ def run_tag(path: str, file_encoding: str = UTF8) -> str:
             file.seek(start)
             tail = file.read(end - start) + tail
             end = start
-            lines = tail.split(b"\n")
-            complete = lines if start == 0 else lines[1:]
-            for line in reversed(complete):
-                fields = line.split()
-                if fields and not fields[0].startswith(b"#"):
-                    return (fields[5].decode(file_encoding, "replace") if len(fields) > 5
-                            else "")
+            # Before the first block, the first line may be a part.
+            line = _last_tagged_line(tail if start == 0 else tail.partition(b"\n")[2])
+            if line is not None:
+                return _tag(line, file_encoding)
             if start == 0:
                 return ""
+
+
+def _last_tagged_line(lines: bytes) -> bytes | None:
+    """The last of ``lines`` that is not blank or a comment (None: there is none)."""
+    for line in reversed(lines.split(b"\n")):
+        fields = line.split()
+        if fields and not fields[0].startswith(b"#"):
+            return line
+    return None
+
+
+def _tag(line: bytes, file_encoding: str) -> str:
+    """A run line's 6th field, its tag ('' for a line without one)."""
+    fields = line.split()
+    return fields[5].decode(file_encoding, "replace") if len(fields) > 5 else ""
 
 
 # -J: the ids of a query's judgments of grade >= 0.
@@ -296,6 +322,7 @@ NONREL, POOL = "duckrank_nonrel", "duckrank_pool"
 NONREL_COUNT, IDEAL = "duckrank_nn", "duckrank_ideal"
 RANKED_GRADES = "duckrank_ranked_grades"
 POS_RANKS, NONREL_RANKS = "duckrank_pos_ranks", "duckrank_nonrel_ranks"
+GPOS_RANKS = "duckrank_gpos_ranks"
 
 
 def _reads(sql: str, column: str) -> bool:
@@ -311,38 +338,55 @@ def _ranks(values: str, test: str) -> str:
 
 
 def _judged_match_sql(source: str, fields: frozenset[str], native: bool,
-                      matched: bool) -> str:
+                      matched: bool, level: int) -> str:
     """``source`` (the per-query lists; ``matched``: with the query's match, ``MATCH``) with the
     query's judged match (``JUDGED_MATCH``): the STRUCT of the ``fields`` its formulas read,
     over the whole ranking. The grades of its documents come from one lookup per document in a
-    hash table of the judgments (the native step, when loaded), the ranks of positive grade from
-    one pass over them; the ranks of the relevant, judged non-relevant and negative-grade
-    documents from binary matches against their ids (REL, NONREL, POOL), sorted, the judged ones
-    the union of the first two: no MAP of codes to build and look up, nor a pass over the
-    ranking per kind (trec_eval's default measures, whose bpref reads them, took 0.1 s less
-    CPU at 1,000,000 run lines). (Relevant means grade >= -l, which is 0 or more:
-    ``relevant_grade_sql`` with min_grade -l.)"""
+    hash table of the judgments (the native step, when loaded); the ranks of the relevant,
+    judged non-relevant and negative-grade documents from binary matches against their ids
+    (REL, NONREL, POOL), the judged ones the union of the first two: no MAP of codes to build
+    and look up, nor a pass over the ranking per kind (trec_eval's default measures, whose
+    bpref reads them, took 0.1 s less CPU at 1,000,000 run lines). The native step gives the
+    ranks of a match in ascending order (the SQL form in none: sorted then). (Relevant means
+    grade >= -l, which is 0 or more: ``relevant_grade_sql`` with min_grade -l.) The ranks of
+    positive grade (gpos) and their grades: at -l 1 (the default) the relevant documents' ranks,
+    as the grades are integers, and the grades there picked from the ranking's; else from a
+    pass over the ranking's grades (all_trec took 0.02 s less CPU at 1,000,000 run lines)."""
     lookup = native_top_grades_sql if native else top_grades_sql
     k = f"len({REC})"
 
     def ranks(truth: str) -> str:
-        return f"list_sort(duckrank_matched('trec_eval', {REC}, {truth}, {k}).pos)"
+        found = f"duckrank_matched('trec_eval', {REC}, {truth}, {k}).pos"
+        return found if native else f"list_sort({found})"
 
+    positive = level == 1
     values = {
         "K": k, "cut": k, "gains": RANKED_GRADES, "n": f"len({REL})", "nn": NONREL_COUNT,
-        "ideal": IDEAL, "gpos": _ranks(RANKED_GRADES, "x > 0"),
-        "ggrades": f"list_filter({RANKED_GRADES}, lambda x: x > 0)",
+        "ideal": IDEAL, "gpos": POS_RANKS if positive else GPOS_RANKS,
+        "ggrades": (f"list_select({RANKED_GRADES}, {POS_RANKS})" if positive
+                    else f"list_filter({RANKED_GRADES}, lambda x: x > 0)"),
         "pos": POS_RANKS, "nonrel": NONREL_RANKS,
         "judged": f"list_sort(list_concat({POS_RANKS}, {NONREL_RANKS}))", "pool": ranks(POOL),
+        "above": NONREL_ABOVE.format(pos=POS_RANKS, nonrel=NONREL_RANKS),
     }
+    values["gp"] = POSITIVE_TERMS.replace(POSITIVE_RANKS, values["gpos"]).format(
+        gains=RANKED_GRADES)
     packed = ", ".join(f"{field} := {values[field]}" for field in sorted(fields))
+    own = f"{MATCH}.pos" if native else f"list_sort({MATCH}.pos)"
+    # (gpos off -l 1: bound over the grades, which are bound first, and read by gpos and gp)
+    later = {GPOS_RANKS: _ranks(RANKED_GRADES, "x > 0")}
+    later = {name: sql for name, sql in later.items() if _reads(packed, name)}
     bindings = {RANKED_GRADES: lookup(REC, GRADES, k),
-                POS_RANKS: f"list_sort({MATCH}.pos)" if matched else ranks(REL),
+                POS_RANKS: own if matched else ranks(REL),
                 NONREL_RANKS: ranks(NONREL)}
+    reading = packed + " ".join(later.values())
     bound = "".join(f", {sql} AS {name}" for name, sql in bindings.items()
-                    if _reads(packed, name))
-    return (f"(SELECT *, struct_pack({packed}) AS {JUDGED_MATCH} FROM (SELECT *{bound} FROM "
-            f"{source}))")
+                    if _reads(reading, name))
+    lists = f"(SELECT *{bound} FROM {source})"
+    if later:
+        lists = f"(SELECT *{''.join(f', {sql} AS {name}' for name, sql in later.items())} " \
+                f"FROM {lists})"
+    return f"(SELECT *, struct_pack({packed}) AS {JUDGED_MATCH} FROM {lists})"
 
 
 # The largest k duckrank_top_k takes (topk.c: its heap counts in 32 bits); no query's ranking
@@ -363,8 +407,53 @@ def _ranking_sql(score: str, max_docs: int | None, native: bool) -> str:
     return f"to_ordered_list(item, {score}, '-reverse'){cut}"
 
 
-def _per_query_sql(values: Sequence[Value], options: Options, native: bool) -> str:
-    """The per-query table's query (``native``: whether the native matching step is loaded)."""
+# The command's reader of the run: read_trec_run's, in parts (``table_macro``'s ``parts``), so
+# that the run's lines are split, checked, cast and ranked on as many threads; its errors name
+# read_trec_run. A TEMP macro of the command's, as its formula macros.
+RUN_READER = "duckrank_trec_eval_read_run"
+# The most parts the run is read in (each reads every line again), and the size of a run file
+# below which it is read in one (a second part's planning cost more than it saved).
+MAX_RUN_PARTS = 4
+RUN_PARTS_MIN_BYTES = 1 << 22
+
+
+def run_reader_macros() -> dict[str, str]:
+    """The CREATE statement of the TEMP macro ``RUN_READER``, by its quoted name."""
+    return {quote_identifier(RUN_READER): table_macro(
+        RUN_READER, "qid Q0 docid rank score tag", RUN_COLUMNS, extra=True, temp=True,
+        parts=True, shown="read_trec_run")}
+
+
+def _run_parts(con: duckdb.DuckDBPyConnection, run: str, memory_limit: str | None = None) -> int:
+    """The parts the run file ``run`` is read in: one per thread of the connection, at most
+    ``MAX_RUN_PARTS``; one for a file under ``RUN_PARTS_MIN_BYTES`` or a compressed one (each
+    part would decompress it all), and under a ``memory_limit`` (--memory-limit): each thread
+    ranks its part's lines, and the rankings merged hold a copy of them for a while, in memory
+    DuckDB does not count (1.2 GB against 0.97 at 10,000,000 lines of -m official). At
+    1,000,000 run lines on 2 threads, two parts read and rank the run in 0.23 s of wall time
+    against 0.35 s (and 0.06 s more CPU)."""
+    if (memory_limit is not None or os.path.getsize(run) < RUN_PARTS_MIN_BYTES
+            or run.lower().endswith((".gz", ".gzip", ".zst", ".zstd"))):
+        return 1
+    threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+    return max(1, min(int(threads), MAX_RUN_PARTS))
+
+
+def _run_sql(parts: int) -> str:
+    """The run's lines (query, item, score, ...) read in ``parts`` parts (``RUN_READER``); in
+    one, by read_trec_run (the parts' filter of the line numbers, though it keeps every line,
+    took 70 MB more at 10,000,000 lines)."""
+    if parts == 1:
+        return "read_trec_run($run, file_encoding := $encoding)"
+    return "(" + " UNION ALL ".join(
+        f"SELECT * FROM {RUN_READER}($run, file_encoding := $encoding, part := {part}, "
+        f"parts := {parts})" for part in range(parts)) + ")"
+
+
+def _per_query_sql(values: Sequence[Value], options: Options, native: bool,
+                   parts: int = 1) -> str:
+    """The per-query table's query (``native``: whether the native matching step is loaded;
+    ``parts``: the parts the run is read in, ``_run_sql``)."""
     # trec_eval 10 stops at a qrels query the run lacks unless -c (``_check_all_ranked``).
     join = "LEFT JOIN" if options.complete or options.compat == COMPAT_10 else "JOIN"
     columns = ",\n       ".join(f"{sql} AS m{i}" for i, sql in enumerate(
@@ -390,7 +479,8 @@ def _per_query_sql(values: Sequence[Value], options: Options, native: bool) -> s
         lists = (f"(SELECT *, duckrank_matched('trec_eval', {REC}, {REL}, len({REC})) AS {MATCH} "
                  f"FROM {lists})")
     if _reads(columns, JUDGED_MATCH):
-        lists = _judged_match_sql(lists, judged_match_fields(values), native, matched)
+        lists = _judged_match_sql(lists, judged_match_fields(values), native, matched,
+                                  options.level)
     # Only the truths the measures read: a MAP of every judgment costs a third of the time of
     # trec_eval's default measures, which need none.
     relevant = "grade >= $level"
@@ -423,7 +513,7 @@ def _per_query_sql(values: Sequence[Value], options: Options, native: bool) -> s
     return f"""
 WITH ranked AS (
   SELECT query, {_ranking_sql(score, options.max_docs, native)} AS {REC}
-  FROM read_trec_run($run, file_encoding := $encoding){only} GROUP BY query
+  FROM {_run_sql(parts)}{only} GROUP BY query
 ),
 judged AS ({judgments}
 ),
@@ -443,12 +533,16 @@ def _check_judged_once(con: duckdb.DuckDBPyConnection, params: dict[str, Any],
     path as given), from a pass over the qrels: before the measures are computed where the
     per-query table cannot say which queries have one (``_folds_judged_check``), after it
     otherwise, when one does."""
-    # (-R qrels_jg: a document may be judged once in each judgment group.)
+    # (-R qrels_jg: a document may be judged once in each judgment group; -D 0.QID: trec_eval
+    # reads the judgments of that query only.)
     group = ", iteration" if groups else ""
+    only = "only_query" in params
     found = con.execute(
         "SELECT query, item, count(*) FROM read_trec_qrels($qrels, file_encoding := $encoding) "
+        f"{'WHERE query = $only_query ' if only else ''}"
         f"GROUP BY query, item{group} HAVING count(*) > 1 ORDER BY query, item LIMIT 1",
-        {"qrels": params["qrels"], "encoding": params["encoding"]}
+        {"qrels": params["qrels"], "encoding": params["encoding"],
+         **({"only_query": params["only_query"]} if only else {})}
     ).fetchall()
     if found:
         query, item, times = found[0]
@@ -524,17 +618,25 @@ def _summary_select(values: Sequence[Value], reads: list[str], source: str, row:
                     kind: Any, complete: bool, rows: Any) -> str | None:
     """The summary's rows (query 'all'): the mean, sum, count or geometric mean of each value
     over the queries, ``row`` making each output row and ``rows`` the select of them; None when
-    no value has one."""
-    totals, cells = [], []
+    no value has one. The values are summed in query order, as trec_eval sums them: the same
+    double, bit for bit. One list of every query's values (a STRUCT each), sorted once, and
+    list_sum over each field, not a list_reduce over a list sorted per value (all_trec's
+    summary at 1,000 queries: 0.075 s of CPU instead of 0.09). list_sum adds in list order
+    from 0.0, as trec_eval's accumulator; a NULL value makes the total NULL, as a + NULL does."""
+    fields, totals, cells = [], [], []
     for i, v in enumerate(values):
-        # Summed in query order, as trec_eval sums: the same double, bit for bit.
-        summed = log_floor(reads[i]) if v.measure.summary == "gm" else reads[i]
-        total = f"list_reduce(list({summed} ORDER BY query), lambda a, b: a + b)"
-        number = {"mean": f"{total} / count(*)", "sum": total, "count": "count(*)",
-                  "gm": f"exp({total} / count(*))", "runid": "NULL",
-                  "none": None}[v.measure.summary]
+        summary = v.measure.summary
         if complete and v.measure.complete_summary is not None:
             number = v.measure.complete_summary
+        elif summary in ("mean", "sum", "gm"):
+            fields.append(f"s{i} := {log_floor(reads[i]) if summary == 'gm' else reads[i]}")
+            total = (f"list_transform([list_transform(duckrank_l, lambda duckrank_s: "
+                     f"duckrank_s.s{i})], lambda duckrank_v: CASE WHEN list_count(duckrank_v) "
+                     "= duckrank_n THEN list_sum(duckrank_v) END)[1]")
+            number = {"mean": f"{total} / duckrank_n", "sum": total,
+                      "gm": f"exp({total} / duckrank_n)"}[summary]
+        else:
+            number = {"count": "duckrank_n", "runid": "NULL", "none": None}[summary]
         if number is None:
             continue
         totals.append(f"{number} AS a{i}")
@@ -543,7 +645,10 @@ def _summary_select(values: Sequence[Value], reads: list[str], source: str, row:
                          "runid" if v.measure.summary == "runid" else kind(v)))
     if not cells:
         return None
-    return rows(cells, 1, "NULL", f"(SELECT {', '.join(totals)} FROM {source})")
+    listed = (f", list(struct_pack({', '.join(fields)}) ORDER BY query) AS duckrank_l"
+              if fields else "")
+    return rows(cells, 1, "NULL", f"(SELECT {', '.join(totals)} FROM (SELECT count(*) AS "
+                                  f"duckrank_n{listed} FROM {source}))")
 
 
 def _cell(lines: bool, order: int, index: int, value: Value, query: str, number: str, text: str,
@@ -611,6 +716,26 @@ def _output_sql(table: str, values: Sequence[Value], options: Options,
 Row = tuple[str, str, float | int | str]
 
 
+def _create(con: duckdb.DuckDBPyConnection, table: str, per_query: str, params: dict[str, Any],
+            in_one_part: Callable[[], str], qrels_error: Callable[[], None] | None) -> None:
+    """The TEMP table ``table`` of the query ``per_query``. On an error, ``qrels_error()`` first
+    raises the qrels' own, where the query carries their check (``_folds_judged_check``):
+    trec_eval reads the qrels before the run, so a document judged twice is its first error,
+    before a bad run line or another query's gains. Where it reads the run in parts, read at
+    once, the error of a bad line may be another part's later one: the query again with the run
+    read in one part (``in_one_part()``) raises the first, as trec_eval stops at it."""
+    try:
+        con.execute(f"CREATE TEMP TABLE {table} AS {per_query}", params)
+    except duckdb.InterruptException:
+        raise
+    except duckdb.Error:
+        if qrels_error is not None:
+            qrels_error()
+        if "part := 1" not in per_query:
+            raise
+        con.execute(f"CREATE TEMP TABLE {table} AS {in_one_part()}", params)
+
+
 def _per_query_table(con: duckdb.DuckDBPyConnection, table: str, values: Sequence[Value],
                      options: Options, qrels: str | Path, run: str | Path) -> dict[str, Any]:
     """Check the files as trec_eval does and compute every query's values into the TEMP table
@@ -623,6 +748,8 @@ def _per_query_table(con: duckdb.DuckDBPyConnection, table: str, values: Sequenc
     if options.compat == COMPAT_10:
         _check_no_blank_line(qrels_file, str(qrels))
     params = {"run": run_file, "qrels": qrels_file, "encoding": _encoding(qrels_file, run_file)}
+    if options.only_query is not None:
+        params["only_query"] = options.only_query
     if options.rel_info_format in prefs.FORMATS:
         prefs.check_lines(con, options.rel_info_format, params, str(qrels))
         per_query = prefs.per_query_sql(options.rel_info_format, options.max_docs,
@@ -633,12 +760,14 @@ def _per_query_table(con: duckdb.DuckDBPyConnection, table: str, values: Sequenc
         params["level"] = options.level
         if not _folds_judged_check(options):
             _check_judged_once(con, params, str(qrels), options.rel_info_format == QRELS_JG)
-        per_query = _per_query_sql(values, options, _native.is_loaded(con))
+        parts = _run_parts(con, run_file, options.memory_limit)
+        per_query = _per_query_sql(values, options, _native.is_loaded(con), parts)
     if NUM_DOCS in per_query:
         params["num_docs"] = options.num_docs
-    if options.only_query is not None:
-        params["only_query"] = options.only_query
-    con.execute(f"CREATE TEMP TABLE {table} AS {per_query}", params)
+    _create(con, table, per_query, params,
+            partial(_per_query_sql, values, options, _native.is_loaded(con)),
+            partial(_check_judged_once, con, params, str(qrels))
+            if _folds_judged_check(options) else None)
     if _folds_judged_check(options) and con.execute(
             f"SELECT count(*) FROM {table} WHERE {JUDGED_TWICE}").fetchall() != [(0,)]:
         _check_judged_once(con, params, str(qrels))
@@ -688,10 +817,11 @@ def _connect(values: Sequence[Value], options: Options) -> duckdb.DuckDBPyConnec
 @contextmanager
 def _evaluation(qrels: str | Path, run: str | Path, measures: Sequence[str], options: Options,
                 connection: duckdb.DuckDBPyConnection | None, lines: bool = False
-                ) -> Iterator[tuple[duckdb.DuckDBPyRelation, str]]:
-    """The output relation (see ``_output_sql``; ``lines``: its blocks of lines), valid inside
-    the ``with`` block, and the files' encoding (``_encoding``); every check runs before it is
-    returned."""
+                ) -> Iterator[tuple[duckdb.DuckDBPyConnection, str]]:
+    """The output rows (see ``_output_sql``; ``lines``: its blocks of lines), executed on the
+    connection, which gives them (fetchall, fetchmany) inside the ``with`` block, and the files'
+    encoding (``_encoding``); every check runs before they are computed. (Not a relation: it
+    binds its query twice, to be made and to run, 0.02 s for all_trec's.)"""
     _check_options(options)
     values = requested_values(measures, options.compat)
     _check_measure_formats(values, options)
@@ -700,7 +830,9 @@ def _evaluation(qrels: str | Path, run: str | Path, measures: Sequence[str], opt
     table = quote_identifier(f"duckrank_trec_eval_{uuid.uuid4().hex}")
     zscores = (quote_identifier(f"duckrank_trec_eval_zscores_{uuid.uuid4().hex}")
                if options.zscores is not None else None)
-    formulas = {**formula_macros(values), **prefs.reader_macros(options.rel_info_format)}
+    formulas = {**formula_macros(values, _native.is_loaded(con)),
+                **prefs.reader_macros(options.rel_info_format),
+                **({} if options.rel_info_format in prefs.FORMATS else run_reader_macros())}
     try:
         for statement in formulas.values():
             con.execute(statement)
@@ -709,7 +841,7 @@ def _evaluation(qrels: str | Path, run: str | Path, measures: Sequence[str], opt
             load_zscores(con, zscores, file_paths(con, options.zscores, "z-scores")[0],
                          str(options.zscores), params["encoding"])
         sql = _output_sql(table, values, options, zscores, lines)
-        yield con.sql(sql, params=_output_params(con, sql, params) or None), params["encoding"]
+        yield con.execute(sql, _output_params(con, sql, params) or None), params["encoding"]
     finally:
         for name in (table, zscores):
             if name is not None:
@@ -791,7 +923,8 @@ def write_lines(qrels: str | Path, run: str | Path, measures: Sequence[str],
         con.execute("SET enable_progress_bar = false")
         with _evaluation(qrels, run, measures, options, con, lines=True) as (relation,
                                                                              file_encoding):
-            for (block,) in relation.iter_rows(batch_size=1_000):
+            while blocks := relation.fetchmany(1_000):
+                block = "\n".join(b for (b,) in blocks)
                 if file_encoding == UTF8:
                     sys.stdout.write(block + "\n")
                 else:

@@ -78,6 +78,9 @@ def _judged_at(k: str | None, fields: frozenset[str]) -> str:
     as they are; the whole match without one."""
     if k is None:
         return JUDGED_MATCH
+    if fields & {"gp", "above"}:
+        # (no measure at a cut-off reads them; cut, they would be the top k's)
+        raise ValueError(f"the judged match's {sorted(fields & {'gp', 'above'})} are not cut")
     cut = {"gains": f"list_slice({JUDGED_MATCH}.gains, 1, {k})",
            "K": f"least({JUDGED_MATCH}.K, {k})", "cut": k,
            **{f: _up_to(f"{JUDGED_MATCH}.{f}", k)
@@ -116,7 +119,7 @@ class Call:
         for a call at -l or one whose formula reads no relevance) or the graded match cut from
         it (the gains, ``GAINS``); None for a call of the metric's macro, which matches again."""
         if self.function in JUDGED:
-            relevance = judged_fields(self.function) & {"pos", "nonrel", "n", "nn"}
+            relevance = judged_fields(self.function) & {"pos", "nonrel", "n", "nn", "above"}
             shared = self.truth == GRADES and (self.min_grade or not relevance)
             return self.function if shared else None
         if self.truth == GAINS and GRADED_PREFIX + self.function in GRADED:
@@ -464,8 +467,10 @@ MEASURES: tuple[Measure, ...] = (
     Measure("ndcg", _ndcg_sql, (_NDCG,), params="pairs"),
     Measure("ndcg_rel", lambda _: _zero_if_undefined(Call("ndcg_rel", GRADES)),
             (Call("ndcg_rel", GRADES),)),
-    # rndcg's NULL (relevant documents but no positive grade, -l 0) is m_Rndcg.c's 0 / 0.
-    Measure("Rndcg", lambda _: f"coalesce({_RNDCG.sql()}, {NEGATIVE_NAN})", (_RNDCG,)),
+    # rndcg's NULL (relevant documents but no positive grade, -l 0) is m_Rndcg.c's 0 / 0, also
+    # for a query the run lacks (-c: computed, not 0).
+    Measure("Rndcg", lambda _: f"coalesce({_RNDCG.sql()}, {NEGATIVE_NAN})", (_RNDCG,),
+            missing=None),
     Measure("ndcg_cut", lambda k: _zero_if_undefined(_NDCG, k, gain="'linear'"), (_NDCG,),
             params="cutoffs", default="5,10,15,20,30,100,200,500,1000"),
     Measure("map_cut", lambda k: _zero_if_undefined(_AP, k), (_AP,), params="cutoffs",

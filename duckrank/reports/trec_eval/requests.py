@@ -224,11 +224,13 @@ def needed_functions(values: Sequence[Value], sql: str | None = None) -> list[st
                                "duckrank_matched", *calls]))
 
 
-def formula_macros(values: Sequence[Value]) -> dict[str, str]:
+def formula_macros(values: Sequence[Value], ascending: bool = False) -> dict[str, str]:
     """The CREATE statements, by macro name, of TEMP macros
     ``duckrank_trec_eval_<metric>(match, options...)``, one per metric that ``values`` read
-    from a shared match (``duckrank.render.trec_eval`` writes them)."""
-    return _formula_macros(key for key in (c.formula() for c in _calls(values)) if key)
+    from a shared match (``duckrank.render.trec_eval`` writes them; ``ascending``: the match's
+    positions come in ascending order, the native step's)."""
+    return _formula_macros((key for key in (c.formula() for c in _calls(values)) if key),
+                           ascending)
 
 
 def judged_match_fields(values: Sequence[Value]) -> frozenset[str]:
