@@ -23,6 +23,34 @@ MLlib's conventions and its per-row values averaged as MLlib averages them (a NU
 truth, counts as 0), next to the scan floor on the same DataFrame. ``--quick``: 10,000 users,
 BIGINT ids, k = 10, one run.
 
+A third block (``--blocks families``) times the newer families on Spark against the peer a user
+would pick, one table (``bench_families``):
+
+* trec_eval's measures (P_10, recall_100, map and ndcg in duckrank's native Spark SQL, bpref
+  through its Arrow UDF, the only Spark form of a judged measure; one at a time and all in one
+  pass) against pytrec_eval (pytrec-eval-terrier: trec_eval 9.0.8's C code, single-machine,
+  one Python thread on the driver over dicts). Its dicts are built, timed, from the same rows
+  collected to the driver as Arrow (the collection is printed, not counted); its time per
+  measure is the evaluator's construction (it copies the qrels), ``evaluate`` and the mean.
+  Every per-query value is compared with duckrank's before timing.
+* beyond-accuracy (catalog_coverage, exposure_gini, self_information) through
+  ``duckrank.spark.beyond_accuracy`` against duckrank's own DuckDB macros on the same tables (2
+  threads): no peer that has them (RecTools, RePlay, Recommenders) installs beside PySpark in
+  this venv; benchmarks/RESULTS.md has RecTools against the DuckDB macros.
+* fusion (rrf, sum = CombSUM, min-max normalisation) through ``duckrank.engines.spark_fusion.fuse``
+  (written to Spark's ``noop`` sink: every fused row computed) against ranx's ``fuse``, on
+  ``--systems`` runs of ``--queries`` queries x 100 items (benchmarks/bench_fusion.py's data);
+  ranx's time is its Runs built from pandas frames in memory plus the fusion (numba compiled by a
+  warm-up). Fused scores and ranks are compared on 200 queries first (that query, the same
+  plan with a filter, is Spark's warm-up). Each method twice: the
+  runs cached as the other blocks cache (round robin), and cached hash-partitioned by query
+  (then fuse's windows and aggregate need no shuffle).
+
+Spark figures: median wall and JVM CPU of ``--runs`` runs after a warm-up. The peers run in
+this process: wall and this process's CPU; DuckDB median of ``--runs`` after a warm-up,
+pytrec_eval and ranx median of ``--peer-runs`` (default 1: seconds each, compiled code with
+nothing to warm up but ranx's numba compilation, done first on small runs).
+
 The table is cached in Spark memory (and loaded into a DuckDB table) before timing, so no run
 includes Parquet decoding. Each figure is the median of ``--runs`` runs after one warm-up; every
 ndcg variant is checked row by row against DuckDB's before it is timed. The machine is shared
@@ -32,6 +60,7 @@ with other work: keep runs modest and read the figures as ratios.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import statistics
@@ -44,6 +73,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -183,9 +213,12 @@ def _jvm_cpu_seconds(spark: SparkSession) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _timed(spark: SparkSession, run: Callable[[], object], runs: int) -> tuple[float, float]:
-    """(median wall seconds, median JVM CPU seconds) of ``runs`` runs after a warm-up."""
-    run()
+def _timed(spark: SparkSession, run: Callable[[], object], runs: int, warm_up: bool = True
+           ) -> tuple[float, float]:
+    """(median wall seconds, median JVM CPU seconds) of ``runs`` runs after a warm-up (unless
+    the caller has just run the same thing)."""
+    if warm_up:
+        run()
     walls, cpus = [], []
     for _ in range(runs):
         wall, cpu = time.perf_counter(), _jvm_cpu_seconds(spark)
@@ -242,6 +275,301 @@ def bench_mllib(users: int, k: int, runs: int, spark: SparkSession, rdd: bool) -
     return results
 
 
+# --- The newer families against their peers (issue 32, part 4, second half) --------------------
+
+# trec_eval measure -> (duckrank metric, k, options): the calls of duckrank trec_eval
+# (duckrank.reports.trec_eval.measures) for binary qrels, each in duckrank's native Spark SQL.
+TREC_NATIVE = {
+    "P_10": ("precision_at", 10, {"denominator": "k"}),
+    "recall_100": ("recall_at", 100, {}),
+    "map": ("average_precision", None, {}),
+    "ndcg": ("ndcg", None, {}),
+}
+# The judged qrels: truth's items grade 1 and, as judged non-relevant (grade 0), every fifth
+# recommended item (positions 1, 6, 11, ...) that is not relevant: bpref reads them.
+GRADES_SQL = ("map_concat(map_from_arrays(truth, transform(truth, x -> 1)), map_from_arrays("
+              "filter(rec, (x, i) -> i % 5 = 0 AND NOT array_contains(truth, x)), "
+              "transform(filter(rec, (x, i) -> i % 5 = 0 AND NOT array_contains(truth, x)), "
+              "x -> 0)))")
+PEER_BUILD = "peer build s"
+
+
+def _peer_timed(run: Callable[[], object], runs: int) -> tuple[float, float, object]:
+    """(median wall, median CPU seconds of this process, the last result) of ``runs`` runs, no
+    warm-up: the peers run in this Python process (Spark idle meanwhile)."""
+    walls, cpus, result = [], [], None
+    for _ in range(runs):
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = run()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus), result
+
+
+def _workers_cpu_seconds(spark: SparkSession) -> float:
+    """CPU seconds of the Spark JVM's live descendants (PySpark's daemon and its Python workers,
+    with the reaped workers' time in their parent's cutime/cstime): what an Arrow UDF costs
+    beyond the JVM."""
+    jvm, children = spark.sparkContext._gateway.proc.pid, {}
+    stats = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry.name)] = fields
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, todo = 0, list(children.get(jvm, []))
+    while todo:
+        pid = todo.pop()
+        total += sum(int(f) for f in stats[pid][11:15])
+        todo.extend(children.get(pid, []))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _trec_dicts(table: pa.Table) -> tuple[dict, dict]:
+    """pytrec_eval's input from the rows on the driver: run {query: {doc: score}}, the score
+    falling with the rank (trec_eval sorts by score), and qrels {query: {doc: grade}}."""
+    uids = [str(u) for u in table["uid"].to_pylist()]
+    recs = pc.cast(table["rec"], pa.list_(pa.string())).to_pylist()
+    grades = table["grades"].to_pylist()
+    run = {u: dict(zip(r, map(float, range(len(r), 0, -1)), strict=True))
+           for u, r in zip(uids, recs, strict=True)}
+    qrels = {u: {str(d): g for d, g in pairs} for u, pairs in zip(uids, grades, strict=True)}
+    return run, qrels
+
+
+def bench_trec(users: int, runs: int, peer_runs: int, spark: SparkSession) -> list[dict]:
+    """trec_eval's measures: duckrank on Spark against pytrec_eval on the driver."""
+    import pytrec_eval
+
+    frame = (spark.read.parquet(str(dataset(users, "bigint")))
+             .select("uid", "rec", "truth", F.expr(GRADES_SQL).alias("grades"))
+             .repartition(2).cache())
+    frame.count()
+    frame.createOrReplaceTempView("trec")
+    expressions = {m: duckrank_spark.metric_sql(name, k=k, **options)
+                   for m, (name, k, options) in TREC_NATIVE.items()}
+    expressions["bpref"] = "bpref(rec, grades)"
+    forms = {m: "native SQL" for m in TREC_NATIVE} | {"bpref": "Arrow UDF"}
+
+    start = time.perf_counter()
+    table = frame.select("uid", "rec", "grades").toArrow()
+    print(f"# trec_eval: {users} queries x 100 documents; collecting the cached rows to the "
+          f"driver (toArrow) for pytrec_eval: {time.perf_counter() - start:.2f} s, not counted",
+          flush=True)
+    build = _peer_timed(lambda: _trec_dicts(table), 1)
+    run, qrels = build[2]
+
+    # Every per-query value, before any timing.
+    columns = ", ".join(f"{e} AS `{m}`" for m, e in expressions.items())
+    ours = spark.sql(f"SELECT uid, {columns} FROM trec").toArrow().to_pydict()
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, set(expressions)).evaluate(run)
+    worst = {m: max(abs(v - theirs[str(u)][m]) for u, v in zip(ours["uid"], ours[m], strict=True))
+             for m in expressions}
+    assert len(theirs) == len(ours["uid"]) == users
+    del ours
+
+    def peer(measures: set[str]) -> Callable[[], dict[str, float]]:
+        def evaluate() -> dict[str, float]:
+            values = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+            return {m: math.fsum(v[m] for v in values.values()) / len(values) for m in measures}
+        return evaluate
+
+    rows = []
+    cases = [(m, [m]) for m in expressions] + [(f"all {len(expressions)} in one pass",
+                                                 list(expressions))]
+    for label, measures in cases:
+        query = "SELECT " + ", ".join(f"avg({expressions[m]})" for m in measures) + " FROM trec"
+        mine = spark.sql(query).collect()[0]  # also the warm-up
+        workers = _workers_cpu_seconds(spark)
+        wall, cpu = _timed(spark, lambda q=query: spark.sql(q).collect(), runs, warm_up=False)
+        workers = (_workers_cpu_seconds(spark) - workers) / runs
+        peer_wall, peer_cpu, means = _peer_timed(peer(set(measures)), peer_runs)
+        check = "; ".join(f"mean diff {abs(mine[i] - means[m]):.0e}, per query <= "
+                          f"{worst[m]:.0e}" for i, m in enumerate(measures)) \
+            if len(measures) == 1 else "as above"
+        form = forms[measures[0]] if len(measures) == 1 else \
+            f"{len(TREC_NATIVE)} native SQL + 1 Arrow UDF"
+        if "bpref" in measures:
+            form += f" (+ {workers:.2f} s Python workers' CPU per run)"
+        rows.append({"family": "trec_eval", "measure": label, "form": form, "wall": wall,
+                     "cpu": cpu, "peer": "pytrec_eval (driver, 1 thread)", PEER_BUILD: build[0],
+                     "peer wall": peer_wall, "peer cpu": peer_cpu, "check": check,
+                     "value": mine[0] if len(measures) == 1 else float("nan")})
+    frame.unpersist()
+    return rows
+
+
+def bench_beyond(users: int, runs: int, spark: SparkSession, k: int = 10,
+                 items: int = 100_000) -> list[dict]:
+    """Beyond-accuracy: ``duckrank.spark.beyond_accuracy`` against duckrank's DuckDB macros on
+    the same tables (bench_beyond_accuracy.py's generator: Zipf-like popularity)."""
+    from benchmarks.bench_beyond_accuracy import SEED, _lists, _zipf_items
+    from duckrank.spark import beyond_accuracy
+
+    interactions = 10 * users
+    rng = np.random.default_rng(SEED)
+    recs = pa.table({"user": np.arange(users),
+                     "rec": _lists(rng, users, k, items).cast(pa.list_(pa.int64()))})
+    train = pa.table({"user": rng.integers(0, users, interactions),
+                      "item": _zipf_items(rng, interactions, items)})
+    con = duckrank.connect(config={"threads": 2})
+    for name, table in (("recs", recs), ("train", train)):
+        con.register("arrow_in", table)
+        con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM arrow_in")
+        con.unregister("arrow_in")
+    spark_recs = spark.createDataFrame(recs).repartition(2).cache()
+    spark_train = spark.createDataFrame(train).repartition(2).cache()
+    spark_recs.count(), spark_train.count()
+    print(f"# beyond-accuracy: {users} users x top {k}, {items}-item catalogue, {interactions} "
+          "training interactions", flush=True)
+
+    cases = {
+        "catalog_coverage": ({"catalog_size": items}, False,
+                             f"SELECT catalog_coverage FROM catalog_coverage('recs', {k}, "
+                             f"catalog_size := {items})"),
+        "exposure_gini": ({"catalog_size": items}, False,
+                          f"SELECT exposure_gini FROM exposure_gini('recs', {k}, "
+                          f"catalog_size := {items})"),
+        "self_information": ({"train": spark_train}, True,
+                             "SELECT avg(self_information) FROM self_information('recs', "
+                             f"'train', {k})"),
+    }
+    rows = []
+    for metric, (options, per_user, sql) in cases.items():
+        def ours(metric: str = metric, options: dict = options, per_user: bool = per_user
+                 ) -> float:
+            result = beyond_accuracy(spark_recs, metric, k, **options)
+            if per_user:
+                result = result.agg(F.avg(metric))
+            return result.collect()[0][0]
+
+        mine = ours()
+        theirs = con.execute(sql).fetchall()[0][0]
+        wall, cpu = _timed(spark, ours, runs)
+        con.execute(sql).fetchall()  # the warm-up
+        peer_wall, peer_cpu, _ = _peer_timed(lambda q=sql: con.execute(q).fetchall(), runs)
+        rows.append({"family": "beyond-accuracy", "measure": metric,
+                     "form": "beyond_accuracy (DataFrame ops)", "wall": wall, "cpu": cpu,
+                     "peer": "duckrank DuckDB macro (2 threads)", PEER_BUILD: 0.0,
+                     "peer wall": peer_wall, "peer cpu": peer_cpu, "value": mine,
+                     "check": f"diff {abs(mine - theirs):.0e}"})
+    spark_recs.unpersist()
+    spark_train.unpersist()
+    con.close()
+    return rows
+
+
+FUSION_CASES = {"rrf": {"k": 60}, "sum": {}}
+
+
+def _fusion_check(ours: list, theirs: dict[str, dict[str, float]]) -> str:
+    """Scores to 1e-9 and ranks (ranx's scores ordered as duckrank documents: score descending,
+    ties by item text descending) on the sampled queries."""
+    mine: dict[str, dict[str, tuple[float, int]]] = {}
+    for row in ours:
+        mine.setdefault(row["query"], {})[row["item"]] = (row["score"], row["rank"])
+    assert mine.keys() == theirs.keys(), "fused queries differ"
+    worst, pairs, misranked = 0.0, 0, 0
+    for query, scores in theirs.items():
+        assert mine[query].keys() == scores.keys(), f"fused items differ for {query}"
+        by_item = sorted(scores.items(), key=lambda t: t[0], reverse=True)
+        ordered = sorted(by_item, key=lambda t: -t[1])
+        for rank, (item, score) in enumerate(ordered, 1):
+            worst = max(worst, abs(mine[query][item][0] - score))
+            misranked += mine[query][item][1] != rank
+            pairs += 1
+    assert worst <= 1e-9, f"fused scores differ by {worst}"
+    return (f"{len(theirs)} queries, {pairs} items: score diff <= {worst:.0e}, "
+            f"{misranked} ranks differ")
+
+
+def bench_fusion_spark(queries: int, systems: int, runs: int, peer_runs: int,
+                       spark: SparkSession) -> list[dict]:
+    """Fusion: ``spark_fusion.fuse`` against ranx's ``fuse`` on the same runs."""
+    from functools import reduce
+
+    from ranx import Run
+    from ranx import fuse as ranx_fuse
+
+    from benchmarks.bench_fusion import _frame, write_runs
+    from duckrank.engines.spark_fusion import fuse
+
+    os.environ.pop("NUMBA_DISABLE_JIT", None)
+    paths, _ = write_runs(queries, systems, 100)
+    small, _ = write_runs(50, systems, 10)
+    union = reduce(lambda a, b: a.unionByName(b), [
+        spark.read.parquet(str(p)).select(F.lit(p.stem).alias("system"), "query", "item",
+                                          "score") for p in paths])
+    # As the other blocks cache it (round robin), and cached hash-partitioned by query: then
+    # fuse's windows and aggregate (by (system, query), (query, item), query) need no shuffle.
+    layouts = {"": union.repartition(2).cache(),
+               ", input partitioned by query": union.repartition(2, "query").cache()}
+    for frame in layouts.values():
+        frame.count()
+    frames = [_frame(p) for p in paths]
+    print(f"# fusion: {systems} runs x {queries} queries x 100 items, min-max normalisation",
+          flush=True)
+
+    def ranx_runs(pandas_frames: list) -> list:
+        return [Run.from_df(f, q_id_col="query", doc_id_col="item", score_col="score",
+                            name=p.stem) for f, p in zip(pandas_frames, paths, strict=True)]
+
+    for method, params in FUSION_CASES.items():  # numba compiles here
+        ranx_fuse(ranx_runs([_frame(p) for p in small]), norm="min-max", method=method,
+                  params=params)
+    sample = [f"q{i}" for i in range(0, queries, max(1, queries // 200))][:200]
+    rows = []
+    for method, params in FUSION_CASES.items():
+        built = ranx_runs(frames)
+        fused = ranx_fuse(built, norm="min-max", method=method, params=params)
+        theirs = {q: dict(fused.run[q]) for q in sample}
+        build_wall, _, _ = _peer_timed(lambda: ranx_runs(frames), peer_runs)
+        peer_wall, peer_cpu, _ = _peer_timed(lambda m=method, q=params, b=built: ranx_fuse(
+            b, norm="min-max", method=m, params=q), peer_runs)
+        for layout, frame in layouts.items():
+            ours = fuse(frame, method, norm="min-max", params=params).where(
+                F.col("query").isin(sample)).collect()
+            check = _fusion_check(ours, theirs)
+
+            def run(method: str = method, params: dict = params, frame=frame) -> None:
+                fuse(frame, method, norm="min-max", params=params).write.format("noop").mode(
+                    "overwrite").save()
+
+            wall, cpu = _timed(spark, run, runs, warm_up=False)  # the check's plan warmed it
+            label = ("sum (CombSUM)" if method == "sum" else method) + layout
+            rows.append({"family": "fusion", "measure": label,
+                         "form": "spark_fusion.fuse -> noop sink", "wall": wall, "cpu": cpu,
+                         "peer": "ranx fuse (numba, driver)", PEER_BUILD: build_wall,
+                         "peer wall": peer_wall, "peer cpu": peer_cpu, "check": check,
+                         "value": float("nan")})
+    for frame in layouts.values():
+        frame.unpersist()
+    return rows
+
+
+def bench_families(users: int, queries: int, systems: int, runs: int, peer_runs: int,
+                   spark: SparkSession) -> None:
+    print(f"\n# the newer families on Spark against their peers; Spark and DuckDB: median of "
+          f"{runs} runs after a warm-up; pytrec_eval and ranx: median of {peer_runs}; the peers "
+          "run in this process (peer CPU: this process's)")
+    print("| family | measure | duckrank Spark form | Spark wall s | JVM CPU s | peer | "
+          "peer build s | peer wall s | peer CPU s | peer / duckrank wall (with build; "
+          "without) | check |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for block in (lambda: bench_trec(users, runs, peer_runs, spark),
+                  lambda: bench_beyond(users, runs, spark),
+                  lambda: bench_fusion_spark(queries, systems, runs, peer_runs, spark)):
+        for row in block():
+            with_build = (row[PEER_BUILD] + row["peer wall"]) / row["wall"]
+            print(f"| {row['family']} | {row['measure']} | {row['form']} | {row['wall']:.3f} | "
+                  f"{row['cpu']:.2f} | {row['peer']} | {row[PEER_BUILD]:.2f} | "
+                  f"{row['peer wall']:.3f} | {row['peer cpu']:.2f} | {with_build:.2f}x; "
+                  f"{row['peer wall'] / row['wall']:.2f}x | {row['check']} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--users", type=int, default=100_000)
@@ -249,14 +577,24 @@ def main() -> None:
     parser.add_argument("--k", type=int, nargs="+", default=[10, 100])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--blocks", nargs="+", default=["ndcg", "mllib"],
-                        help="ndcg: the strategies table; mllib: duckrank against MLlib")
+                        help="ndcg: the strategies table; mllib: duckrank against MLlib; "
+                        "families: trec_eval measures, beyond-accuracy and fusion against "
+                        "their peers")
+    parser.add_argument("--queries", type=int, default=10_000,
+                        help="families block: the fusion runs' queries")
+    parser.add_argument("--systems", type=int, default=3,
+                        help="families block: the runs fused")
+    parser.add_argument("--peer-runs", type=int, default=1,
+                        help="families block: timed runs of pytrec_eval and ranx")
     parser.add_argument("--mllib-rdd", action="store_true",
                         help="also time pyspark.mllib's RankingMetrics over the DataFrame's rows")
     parser.add_argument("--quick", action="store_true",
-                        help="10,000 users, BIGINT ids, k = 10, one run")
+                        help="10,000 users, BIGINT ids, k = 10, one run (families: 1,000 "
+                        "fusion queries)")
     args = parser.parse_args()
     if args.quick:
         args.users, args.ids, args.k, args.runs = 10_000, ["bigint"], [10], 1
+        args.queries = 1_000
 
     import pyspark
 
@@ -291,6 +629,9 @@ def main() -> None:
                       f"{row['cpu'] / max(mine['cpu'], 1e-9):.1f}x; duckrank / scan: time "
                       f"{mine['vs scan']:.2f}x, CPU {mine['cpu vs scan']:.2f}x; |difference| "
                       f"{abs(mine['value'] - row['value']):.1e}", flush=True)
+    if "families" in args.blocks:
+        bench_families(args.users, args.queries, args.systems, args.runs, args.peer_runs,
+                       spark)
     spark.stop()
 
 
